@@ -1,0 +1,3 @@
+from contextgraph.cli import main
+
+main()

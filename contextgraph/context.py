@@ -1,0 +1,407 @@
+"""BuildContext (SPEC §5): what belongs with a concept, ranked, expanded and grouped.
+
+Every step is an indexed SQL neighbour query: the notes that mention a concept (``mentions`` by
+concept), then the other concepts those notes mention (``mentions`` by file), aggregated in SQLite
+with the decay weight computed in SQL. Nothing loads the whole graph, and nothing here writes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, and_, func, literal, select, union_all
+
+from contextgraph.decay import reference_sql, weight_sql
+from contextgraph.errors import InvalidArgument
+from contextgraph.models import ConceptRelation, Entity, File, Mention, Source
+from contextgraph.preview import content_preview
+from contextgraph.settings import Settings
+from contextgraph.wikilinks import find_links, normalize
+
+T_ENTITIES = Entity.__table__
+T_CREL = ConceptRelation.__table__
+T_MENTIONS = Mention.__table__
+T_FILES = File.__table__
+T_SOURCES = Source.__table__
+
+MAX_FILES_PER_RELATION = 3
+_WRAPPED = re.compile(r"^\s*!?\[\[.*\]\]\s*$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class DirectRelation:
+    name: str
+    co_occurrence_count: int
+    decay_weight: float
+    weighted_score: float
+    files: tuple[str, ...]
+    community_id: int | None
+    content_preview: dict[str, str] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "coOccurrenceCount": self.co_occurrence_count,
+            "decayWeight": self.decay_weight,
+            "weightedScore": self.weighted_score,
+            "files": list(self.files),
+            "communityId": self.community_id,
+        }
+        if self.content_preview is not None:
+            out["contentPreview"] = self.content_preview
+        return out
+
+
+@dataclass(frozen=True)
+class ExpandedRelation:
+    name: str
+    depth: int
+    via: str
+    co_occurrence_count: int
+    weighted_score: float
+    community_id: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "depth": self.depth,
+            "via": self.via,
+            "coOccurrenceCount": self.co_occurrence_count,
+            "weightedScore": self.weighted_score,
+            "communityId": self.community_id,
+        }
+
+
+@dataclass(frozen=True)
+class CommunitySibling:
+    name: str
+    community_id: int
+    shared_neighbor_count: int
+    normalized_overlap: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "communityId": self.community_id,
+            "sharedNeighborCount": self.shared_neighbor_count,
+            "normalizedOverlap": self.normalized_overlap,
+        }
+
+
+@dataclass(frozen=True)
+class Context:
+    concept_name: str
+    depth: int
+    community_id: int | None = None
+    direct_relations: tuple[DirectRelation, ...] = ()
+    expanded_relations: tuple[ExpandedRelation, ...] = ()
+    community_siblings: tuple[CommunitySibling, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "conceptName": self.concept_name,
+            "depth": self.depth,
+            "communityId": self.community_id,
+            "directRelations": [r.as_dict() for r in self.direct_relations],
+            "expandedRelations": [r.as_dict() for r in self.expanded_relations],
+            "communitySiblings": [s.as_dict() for s in self.community_siblings],
+        }
+
+
+def concept_key(name: str) -> str:
+    """Normalise a user-given concept: ``Machine Learning`` and ``[[Machine Learning|ML]]`` agree."""
+    if _WRAPPED.match(name):
+        links = find_links(name.strip())
+        if links:
+            return links[0].concept
+    return normalize(name)
+
+
+@dataclass(frozen=True)
+class _Neighbour:
+    id: int
+    name: str
+    co: int
+    dw: float
+    community_id: int | None
+
+    @property
+    def score(self) -> float:
+        return self.co * self.dw
+
+
+def build_context(
+    conn: Connection,
+    concept: str,
+    *,
+    settings: Settings,
+    now: float,
+    depth: int = 2,
+    max_entities: int = 20,
+    include_content: bool = False,
+) -> Context:
+    """Answer "what belongs with ``concept``?" (see SPEC §5 for every rule)."""
+    if depth < 0:
+        raise InvalidArgument(f"depth must be 0 or more, not {depth}")
+    if max_entities < 1:
+        raise InvalidArgument(f"max_entities must be at least 1, not {max_entities}")
+    key = concept_key(concept)
+    if not key:
+        raise InvalidArgument("the concept name is empty once normalised")
+    row = conn.execute(
+        select(T_ENTITIES.c.id, T_ENTITIES.c.community_id).where(
+            T_ENTITIES.c.kind == "concept", T_ENTITIES.c.key == key
+        )
+    ).first()
+    if row is None:
+        return Context(concept_name=key, depth=depth)
+    qid, community_id = int(row.id), row.community_id
+
+    neighbours = _neighbours(conn, [qid], settings, now)
+    ranked = sorted(neighbours, key=lambda n: (-n.score, -n.co, n.name))
+    listed = ranked[:max_entities]
+    files = _top_files(conn, qid, [n.id for n in listed], settings, now)
+    previews: dict[int, dict[str, str]] = {}
+    if include_content:
+        previews = _previews(conn, key, listed, files, settings)
+    direct = tuple(
+        DirectRelation(
+            name=n.name,
+            co_occurrence_count=n.co,
+            decay_weight=n.dw,
+            weighted_score=n.score,
+            files=tuple(uri for uri, _ in files.get(n.id, [])),
+            community_id=n.community_id,
+            content_preview=previews.get(n.id, {}) if include_content else None,
+        )
+        for n in listed
+    )
+    expanded: tuple[ExpandedRelation, ...] = ()
+    if depth > 1 and neighbours:
+        expanded = _expand(conn, qid, neighbours, depth, max_entities, settings, now)
+    siblings: tuple[CommunitySibling, ...] = ()
+    if community_id is not None:
+        siblings = community_siblings(conn, qid, community_id, settings)
+    return Context(key, depth, community_id, direct, expanded, siblings)
+
+
+def _cooccurrences(ids: list[int]) -> tuple[Any, Any, Any]:
+    """Aliases (m1, m2, f) joined so each row is one note in which ``m1`` and ``m2`` co-occur.
+
+    ``m1.concept_id`` is one of ``ids``; notes over the concept limit add no pairs.
+    """
+    m1 = T_MENTIONS.alias("m1")
+    m2 = T_MENTIONS.alias("m2")
+    f = T_FILES.alias("f")
+    joined = (
+        m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1))
+        .join(m2, and_(m2.c.file_id == m1.c.file_id, m2.c.concept_id != m1.c.concept_id))
+    )
+    return joined, (m1, m2, f), m1.c.concept_id.in_(ids)
+
+
+def _neighbours(
+    conn: Connection, ids: list[int], settings: Settings, now: float
+) -> list[_Neighbour]:
+    joined, (_m1, m2, f), where = _cooccurrences(ids)
+    e = T_ENTITIES.alias("e")
+    agg = (
+        select(
+            m2.c.concept_id.label("n"),
+            func.count().label("co"),
+            func.avg(weight_sql(f, now, settings)).label("dw"),
+        )
+        .select_from(joined)
+        .where(where)
+        .group_by(m2.c.concept_id)
+        .subquery()
+    )
+    rows = conn.execute(
+        select(agg.c.n, e.c.name, agg.c.co, agg.c.dw, e.c.community_id).join(
+            e, e.c.id == agg.c.n
+        )
+    )
+    return [_Neighbour(r.n, r.name, int(r.co), float(r.dw), r.community_id) for r in rows]
+
+
+def _top_files(
+    conn: Connection, qid: int, ids: list[int], settings: Settings, now: float
+) -> dict[int, list[tuple[str, int]]]:
+    """Up to three source-file URIs per listed relation, most recent reference time first."""
+    if not ids:
+        return {}
+    joined, (_m1, m2, f), where = _cooccurrences([qid])
+    s = T_SOURCES.alias("s")
+    uri = literal("memory://") + s.c.name + literal("/") + f.c.path
+    ref = reference_sql(f)
+    ranked = (
+        select(
+            m2.c.concept_id.label("n"),
+            uri.label("uri"),
+            f.c.id.label("file_id"),
+            func.row_number()
+            .over(partition_by=m2.c.concept_id, order_by=(ref.desc(), uri.asc()))
+            .label("rank"),
+        )
+        .select_from(joined.join(s, s.c.id == f.c.source_id))
+        .where(where, m2.c.concept_id.in_(ids))
+        .subquery()
+    )
+    out: dict[int, list[tuple[str, int]]] = {}
+    rows = conn.execute(
+        select(ranked.c.n, ranked.c.uri, ranked.c.file_id)
+        .where(ranked.c.rank <= MAX_FILES_PER_RELATION)
+        .order_by(ranked.c.n, ranked.c.rank)
+    )
+    for n, u, fid in rows:
+        out.setdefault(n, []).append((u, fid))
+    return out
+
+
+def _previews(
+    conn: Connection,
+    key: str,
+    listed: list[_Neighbour],
+    files: dict[int, list[tuple[str, int]]],
+    settings: Settings,
+) -> dict[int, dict[str, str]]:
+    ids = sorted({fid for entries in files.values() for _, fid in entries})
+    texts = dict(
+        conn.execute(select(T_FILES.c.id, T_FILES.c.text).where(T_FILES.c.id.in_(ids))).all()
+    )
+    out: dict[int, dict[str, str]] = {}
+    for n in listed:
+        previews: dict[str, str] = {}
+        for uri, fid in files.get(n.id, []):
+            text = texts.get(fid)
+            if text is None:
+                continue  # unreadable or not stored: skipped silently, as specified
+            previews[uri] = content_preview(text, n.name, key, limit=settings.preview_chars)
+        out[n.id] = previews
+    return out
+
+
+def _expand(
+    conn: Connection,
+    qid: int,
+    neighbours: list[_Neighbour],
+    depth: int,
+    max_entities: int,
+    settings: Settings,
+    now: float,
+) -> tuple[ExpandedRelation, ...]:
+    """Layered expansion from the five strongest direct relations (by co-occurrence count)."""
+    by_co = sorted(neighbours, key=lambda n: (-n.co, n.name))
+    frontier = {n.id: n.name for n in by_co[: settings.expansion_frontier]}
+    seen = {qid} | {n.id for n in neighbours}
+    out: list[ExpandedRelation] = []
+    for hop in range(2, depth + 1):
+        budget = max_entities - len(out)
+        if budget <= 0 or not frontier:
+            break
+        best: dict[int, tuple[int, str, int, float, str, int | None]] = {}
+        for via, n, name, co, dw, community in _frontier_edges(
+            conn, list(frontier), settings, now
+        ):
+            if n in seen:
+                continue
+            via_name = frontier[via]
+            current = best.get(n)
+            # via = the frontier neighbour with the highest co-occurrence count (ties: name)
+            if current is None or (-co, via_name) < (-current[2], current[1]):
+                best[n] = (via, via_name, co, co * dw, name, community)
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1][3], kv[1][4]))[:budget]
+        frontier = {}
+        for n, (_via, via_name, co, score, name, community) in ranked:
+            out.append(ExpandedRelation(name, hop, via_name, co, score, community))
+            seen.add(n)
+            frontier[n] = name
+    return tuple(out)
+
+
+def _frontier_edges(
+    conn: Connection, frontier: list[int], settings: Settings, now: float
+) -> list[tuple[int, int, str, int, float, int | None]]:
+    joined, (m1, m2, f), where = _cooccurrences(frontier)
+    e = T_ENTITIES.alias("e")
+    agg = (
+        select(
+            m1.c.concept_id.label("src"),
+            m2.c.concept_id.label("dst"),
+            func.count().label("co"),
+            func.avg(weight_sql(f, now, settings)).label("dw"),
+        )
+        .select_from(joined)
+        .where(where)
+        .group_by(m1.c.concept_id, m2.c.concept_id)
+        .subquery()
+    )
+    rows = conn.execute(
+        select(agg.c.src, agg.c.dst, e.c.name, agg.c.co, agg.c.dw, e.c.community_id).join(
+            e, e.c.id == agg.c.dst
+        )
+    )
+    return [(r.src, r.dst, r.name, int(r.co), float(r.dw), r.community_id) for r in rows]
+
+
+def community_siblings(
+    conn: Connection, qid: int, community_id: int, settings: Settings
+) -> tuple[CommunitySibling, ...]:
+    """Concepts of the query's community with no edge to it but enough shared neighbours.
+
+    ``normalizedOverlap = Σ_{n∈shared} min(w(q,n), w(c,n)) / Σ_n w(c,n)``, w = co-occurrence count.
+    All sums run in SQL over the indexed ``concept_relations`` table.
+    """
+    cr = T_CREL
+    q_edges = union_all(
+        select(cr.c.b_id.label("n"), cr.c.count.label("w")).where(cr.c.a_id == qid),
+        select(cr.c.a_id.label("n"), cr.c.count.label("w")).where(cr.c.b_id == qid),
+    ).cte("q_edges")
+    members = (
+        select(T_ENTITIES.c.id, T_ENTITIES.c.name)
+        .where(
+            T_ENTITIES.c.kind == "concept",
+            T_ENTITIES.c.community_id == community_id,
+            T_ENTITIES.c.id != qid,
+            T_ENTITIES.c.id.not_in(select(q_edges.c.n)),
+        )
+        .cte("members")
+    )
+    c_edges = union_all(
+        select(cr.c.a_id.label("c"), cr.c.b_id.label("n"), cr.c.count.label("w")).where(
+            cr.c.a_id.in_(select(members.c.id))
+        ),
+        select(cr.c.b_id.label("c"), cr.c.a_id.label("n"), cr.c.count.label("w")).where(
+            cr.c.b_id.in_(select(members.c.id))
+        ),
+    ).cte("c_edges")
+    totals = (
+        select(c_edges.c.c, func.sum(c_edges.c.w).label("total"))
+        .group_by(c_edges.c.c)
+        .cte("totals")
+    )
+    shared = (
+        select(
+            c_edges.c.c,
+            func.count().label("shared"),
+            func.sum(func.min(c_edges.c.w, q_edges.c.w)).label("overlap"),
+        )
+        .join(q_edges, q_edges.c.n == c_edges.c.n)
+        .group_by(c_edges.c.c)
+        .cte("shared")
+    )
+    rows = conn.execute(
+        select(members.c.name, shared.c.shared, shared.c.overlap, totals.c.total)
+        .join(shared, shared.c.c == members.c.id)
+        .join(totals, totals.c.c == members.c.id)
+        .where(shared.c.shared >= settings.community_min_shared)
+    )
+    found = []
+    for name, shared_count, overlap, total in rows:
+        ratio = float(overlap) / float(total) if total else 0.0
+        if ratio >= settings.community_min_overlap:
+            found.append(CommunitySibling(name, community_id, int(shared_count), ratio))
+    found.sort(key=lambda s: (-s.normalized_overlap, -s.shared_neighbor_count, s.name))
+    return tuple(found[: settings.community_max_siblings])

@@ -1,0 +1,31 @@
+"""The one error hierarchy of contextgraph; each door (CLI, MCP) maps it once."""
+
+from __future__ import annotations
+
+
+class ContextGraphError(Exception):
+    """Base class for every error contextgraph raises on purpose."""
+
+
+class InvalidArgument(ContextGraphError, ValueError):
+    """An argument is out of range or malformed (negative depth, empty seed list, ...)."""
+
+
+class NotFound(ContextGraphError, LookupError):
+    """A note, source or entity that was asked for does not exist."""
+
+
+class UnsafePath(ContextGraphError):
+    """A path or URI points outside the registered sources, or at the database itself."""
+
+
+class SyncInProgress(ContextGraphError):
+    """Another process holds the sync lock and the caller asked not to wait."""
+
+
+class SourceError(ContextGraphError):
+    """A source root is missing, not a folder, or its name clashes with another source."""
+
+
+class DatabaseError(ContextGraphError):
+    """The database cannot be opened, migrated or written."""

@@ -1,0 +1,149 @@
+"""Every tunable default, read from the call, then the CLI, then the environment, then the default.
+
+An environment variable is ``CONTEXTGRAPH_<FIELD NAME IN UPPER CASE>``. The three community sibling
+thresholds are also read from the names the reference design used (``MAENIFOLD_COMMUNITY_MIN_SHARED``,
+``..._MIN_OVERLAP``, ``..._MAX_SIBLINGS``); the ``CONTEXTGRAPH_`` name wins when both are set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from typing import Any
+
+from contextgraph.errors import InvalidArgument
+
+DECAY_MODELS = ("power-law", "exponential")
+COMMUNITY_ALGORITHMS = ("louvain", "leiden")
+
+_LEGACY_NAMES = {
+    "community_min_shared": "MAENIFOLD_COMMUNITY_MIN_SHARED",
+    "community_min_overlap": "MAENIFOLD_COMMUNITY_MIN_OVERLAP",
+    "community_max_siblings": "MAENIFOLD_COMMUNITY_MAX_SIBLINGS",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Effective configuration; build with :meth:`from_env` and adjust with :meth:`replace`."""
+
+    # Extraction and sync (SPEC §2, §3).
+    max_concept_length: int = 200
+    max_concepts_per_file: int = 1000
+    max_file_bytes: int = 10 * 1024 * 1024
+    batch_files: int = 200
+    workers: int = 0  # 0 = one per core, capped at 4; 1 = extract in-process
+    # Recency decay (SPEC §4).
+    decay_model: str = "power-law"
+    grace_days: float = 28.0
+    half_life_days: float = 30.0
+    # BuildContext (SPEC §5).
+    depth: int = 2
+    max_entities: int = 20
+    expansion_frontier: int = 5
+    preview_chars: int = 200
+    community_min_shared: int = 3
+    community_min_overlap: float = 0.4
+    community_max_siblings: int = 10
+    # Communities (SPEC §6).
+    community_algorithm: str = "louvain"
+    community_resolution: float = 1.0
+    community_seed: int = 42
+    # Expansion (SPEC §8).
+    expand_max_depth: int = 2
+    expand_max_nodes: int = 20
+    expand_min_weight: float = 0.9
+    expand_hub_degree: int = 30
+    expand_min_length: int = 3
+    expand_stopwords: tuple[str, ...] = ()
+    # Concurrency (SPEC §12).
+    busy_timeout_ms: int = 5000
+    lock_retry_seconds: float = 120.0
+    # Clock: None means the wall clock.
+    now: datetime | None = field(default=None)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Read ``CONTEXTGRAPH_*`` (and the legacy community names), then apply ``overrides``."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(f"CONTEXTGRAPH_{f.name.upper()}")
+            if raw is None and f.name in _LEGACY_NAMES:
+                raw = env.get(_LEGACY_NAMES[f.name])
+            if raw is not None and raw.strip() != "":
+                values[f.name] = _parse(f.name, f.type, raw.strip())
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values).validated()
+
+    def replace(self, **changes: Any) -> Settings:
+        """Return a copy with the non-None ``changes`` applied."""
+        given = {k: v for k, v in changes.items() if v is not None}
+        return dataclasses.replace(self, **given).validated() if given else self
+
+    def validated(self) -> Settings:
+        """Raise InvalidArgument for values no code path could use."""
+        if self.decay_model not in DECAY_MODELS:
+            raise InvalidArgument(f"decay_model must be one of {', '.join(DECAY_MODELS)}")
+        if self.community_algorithm not in COMMUNITY_ALGORITHMS:
+            raise InvalidArgument(
+                f"community_algorithm must be one of {', '.join(COMMUNITY_ALGORITHMS)}"
+            )
+        positive = ("max_concepts_per_file", "max_file_bytes", "batch_files", "max_entities")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise InvalidArgument(f"{name} must be at least 1")
+        if self.grace_days < 0 or self.half_life_days <= 0:
+            raise InvalidArgument("grace_days must be >= 0 and half_life_days > 0")
+        if self.community_resolution <= 0:
+            raise InvalidArgument("community_resolution must be positive")
+        return self
+
+    def current_time(self) -> datetime:
+        """Return the injected *now* or the wall clock, timezone-aware in UTC."""
+        return self.now if self.now is not None else datetime.now(UTC)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the settings as JSON-ready values."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, datetime):
+                value = value.isoformat()
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+
+def parse_datetime(raw: str) -> datetime:
+    """Parse ISO 8601 (a date, or a datetime; naive means UTC) into an aware UTC datetime."""
+    text = raw.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise InvalidArgument(f"not an ISO 8601 date or datetime: {raw!r}") from exc
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _parse(name: str, type_name: Any, raw: str) -> Any:
+    kind = str(type_name)
+    try:
+        if name == "now":
+            return parse_datetime(raw)
+        if kind.startswith("tuple"):
+            return tuple(w.strip().lower() for w in raw.split(",") if w.strip())
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+    except ValueError as exc:
+        raise InvalidArgument(f"CONTEXTGRAPH_{name.upper()}: cannot parse {raw!r}") from exc
+    return raw

@@ -1,0 +1,126 @@
+"""Store statistics and the ``doctor`` consistency check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, func, select, text
+
+from contextgraph.models import CommunityRun, ConceptRelation, Entity, File, Relation, Source
+
+T_FILES = File.__table__
+T_ENTITIES = Entity.__table__
+T_CREL = ConceptRelation.__table__
+T_REL = Relation.__table__
+T_SOURCES = Source.__table__
+T_RUNS = CommunityRun.__table__
+
+
+def counts(conn: Connection) -> dict[str, Any]:
+    """Count sources, files by kind, entities by kind, relations and communities."""
+    files = dict(
+        conn.execute(select(T_FILES.c.kind, func.count()).group_by(T_FILES.c.kind)).all()
+    )
+    entities = dict(
+        conn.execute(select(T_ENTITIES.c.kind, func.count()).group_by(T_ENTITIES.c.kind)).all()
+    )
+    code_relations = dict(
+        conn.execute(select(T_REL.c.type, func.count()).group_by(T_REL.c.type)).all()
+    )
+    run = conn.execute(
+        select(T_RUNS.c.community_count, T_RUNS.c.modularity, T_RUNS.c.algorithm)
+        .order_by(T_RUNS.c.id.desc())
+        .limit(1)
+    ).first()
+    return {
+        "sources": [
+            {"name": r.name, "root": r.root}
+            for r in conn.execute(select(T_SOURCES.c.name, T_SOURCES.c.root).order_by("name"))
+        ],
+        "files": {k: int(v) for k, v in files.items()},
+        "concepts": int(entities.get("concept", 0)),
+        "entities": {k: int(v) for k, v in entities.items()},
+        "relations": int(conn.execute(select(func.count()).select_from(T_CREL)).scalar_one()),
+        "codeRelations": {k: int(v) for k, v in code_relations.items()},
+        "communities": None if run is None else int(run.community_count),
+        "modularity": None if run is None else float(run.modularity),
+        "communityAlgorithm": None if run is None else run.algorithm,
+    }
+
+
+# Co-occurrence recounted from mentions: the pairs of concepts sharing a note whose pairs count.
+_RECOUNT = """
+WITH derived AS (
+    SELECT m1.concept_id AS a_id, m2.concept_id AS b_id, count(*) AS n
+    FROM mentions m1
+    JOIN mentions m2 ON m2.file_id = m1.file_id AND m1.concept_id < m2.concept_id
+    JOIN files f ON f.id = m1.file_id AND f.pairs = 1
+    GROUP BY m1.concept_id, m2.concept_id
+)
+SELECT
+    (SELECT count(*) FROM (SELECT a_id, b_id, n FROM derived
+                           EXCEPT SELECT a_id, b_id, count FROM concept_relations)),
+    (SELECT count(*) FROM (SELECT a_id, b_id, count FROM concept_relations
+                           EXCEPT SELECT a_id, b_id, n FROM derived)),
+    (SELECT count(*) FROM concept_relations WHERE count <= 0),
+    (SELECT count(*) FROM entities e WHERE e.kind = 'concept'
+        AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.concept_id = e.id))
+"""
+
+
+@dataclass
+class DoctorReport:
+    integrity: str = "ok"
+    missing_relations: int = 0
+    wrong_relations: int = 0
+    provenance_mismatches: int = 0
+    orphan_concepts: int = 0
+    fts: str = "ok"
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "integrityCheck": self.integrity,
+            "missingRelations": self.missing_relations,
+            "wrongRelations": self.wrong_relations,
+            "provenanceMismatches": self.provenance_mismatches,
+            "orphanConcepts": self.orphan_concepts,
+            "fts": self.fts,
+            "problems": self.problems,
+        }
+
+
+def doctor(conn: Connection) -> DoctorReport:
+    """Run ``PRAGMA integrity_check`` and recount co-occurrence from the mentions."""
+    report = DoctorReport()
+    lines = [str(r[0]) for r in conn.execute(text("PRAGMA integrity_check"))]
+    report.integrity = "ok" if lines == ["ok"] else "; ".join(lines[:20])
+    if report.integrity != "ok":
+        report.problems.append(f"integrity_check: {report.integrity}")
+    row = conn.execute(text(_RECOUNT)).one()
+    report.missing_relations, report.wrong_relations = int(row[0]), int(row[1])
+    report.provenance_mismatches, report.orphan_concepts = int(row[2]), int(row[3])
+    if report.missing_relations or report.wrong_relations:
+        report.problems.append(
+            f"co-occurrence differs from the mentions: {report.missing_relations} missing or "
+            f"miscounted, {report.wrong_relations} stored wrongly"
+        )
+    if report.provenance_mismatches:
+        report.problems.append(f"{report.provenance_mismatches} relations have a count <= 0")
+    if report.orphan_concepts:
+        report.problems.append(f"{report.orphan_concepts} concepts have no mentions")
+    stale_fts = conn.execute(
+        text(
+            "SELECT (SELECT count(*) FROM files_fts_docsize) - (SELECT count(*) FROM files)"
+        )
+    ).scalar_one()
+    if stale_fts:
+        report.fts = f"{stale_fts} index rows differ from the files"
+        report.problems.append(f"full-text index: {report.fts}")
+    return report

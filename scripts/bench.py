@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Benchmark contextgraph on a deterministic synthetic vault; print one JSON object.
+
+    python scripts/bench.py --notes 10000 --runs 3
+
+Sync timings run the real CLI in a subprocess (process start included) and report the median of
+``--runs`` runs; query latencies are measured in-process over 200 concepts drawn evenly across the
+degree range. Nothing here asserts: compare the figures with the targets in the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+WORDS = (
+    "alpha beta gamma delta graph vector index query cache store model layer token stream "
+    "batch shard replica commit merge branch schema table column row page block node edge "
+    "cluster signal trace metric span event queue topic worker scheduler kernel thread"
+).split()
+
+
+def generate_vault(root: Path, notes: int, seed: int = 7) -> None:
+    """Write ``notes`` markdown files with power-law link degrees into ``root``."""
+    rng = random.Random(seed)
+    vocabulary = max(50, notes // 2)
+    concepts = [f"{rng.choice(WORDS).title()} {rng.choice(WORDS)} {i}" for i in range(vocabulary)]
+    # Zipf-like popularity: concept i is picked with weight 1 / (i + 1) ** 0.9.
+    weights = [1.0 / (i + 1) ** 0.9 for i in range(vocabulary)]
+    folders = [
+        "/".join(rng.choice(WORDS) for _ in range(rng.randint(0, 3))) for _ in range(60)
+    ]
+    start = time.mktime((2023, 1, 1, 0, 0, 0, 0, 0, 0))
+    for n in range(notes):
+        folder = folders[n % len(folders)]
+        path = root / folder / f"note-{n:05d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        degree = min(60, max(1, int(rng.paretovariate(1.6) * 3)))
+        links = rng.choices(concepts, weights=weights, k=degree)
+        created = time.strftime("%Y-%m-%d", time.gmtime(start + rng.random() * 3.9 * 365 * 86400))
+        lines = [f"---\ntitle: Note {n}\ncreated: {created}\n---", f"# Note {n}", ""]
+        for i, link in enumerate(links):
+            filler = " ".join(rng.choices(WORDS, k=rng.randint(5, 20)))
+            alias = f"|{link.lower()}" if i % 7 == 3 else ""
+            lines.append(f"{filler.capitalize()} about [[{link}{alias}]]. {filler}.")
+            if i % 5 == 4:
+                lines.append("")
+        if n % 10 == 0:
+            lines += ["", "```python", "x = '[[Not A Concept]]'", "```", ""]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def run_cli(db: Path, *args: str) -> tuple[float, dict[str, Any], int]:
+    """Run the CLI in a fresh process; return (wall seconds, JSON output, child max RSS KiB)."""
+    env = dict(os.environ, CONTEXTGRAPH_DB=str(db))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-m", "contextgraph", *args, "--json"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    wall = time.perf_counter() - t
+    rss = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return wall, json.loads(out.stdout), rss
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def sample_concepts(graph: Any, count: int) -> list[str]:
+    """Pick ``count`` concepts spread evenly over the degree ranking (hubs to leaves)."""
+    from sqlalchemy import text
+
+    from contextgraph import db
+
+    with db.read(graph.engine) as conn:
+        rows = conn.execute(
+            text(
+                "SELECT e.name, (SELECT count(*) FROM concept_relations r "
+                " WHERE r.a_id = e.id OR r.b_id = e.id) AS degree "
+                "FROM entities e WHERE e.kind = 'concept' ORDER BY degree DESC, e.name"
+            )
+        ).all()
+    if not rows:
+        return []
+    step = max(1, len(rows) / count)
+    return [rows[min(len(rows) - 1, int(i * step))][0] for i in range(min(count, len(rows)))]
+
+
+def time_queries(fn: Any, items: list[Any]) -> dict[str, float]:
+    fn(items[0])  # warm the page cache and statement caches
+    times = []
+    for item in items:
+        t = time.perf_counter()
+        fn(item)
+        times.append((time.perf_counter() - t) * 1000)
+    return {
+        "p50_ms": round(statistics.median(times), 3),
+        "p95_ms": round(percentile(times, 95), 3),
+        "max_ms": round(max(times), 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--notes", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=3, help="runs per sync timing (median)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true", help="keep the vault and database")
+    args = parser.parse_args()
+
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="cg-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    vault = work / "vault"
+    if vault.exists():
+        shutil.rmtree(vault)
+    t = time.perf_counter()
+    generate_vault(vault, args.notes)
+    result: dict[str, Any] = {"notes": args.notes, "generate_s": round(time.perf_counter() - t, 2)}
+
+    cold, noop, one = [], [], []
+    report: dict[str, Any] = {}
+    rss = 0
+    for run in range(args.runs):
+        db_file = work / f"bench-{run}.db"
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db_file}{suffix}").unlink(missing_ok=True)
+        wall, report, rss = run_cli(db_file, "sync", str(vault))
+        cold.append(wall)
+        wall, _, _ = run_cli(db_file, "sync")
+        noop.append(wall)
+        target = vault / next(iter(sorted(p.relative_to(vault) for p in vault.rglob("*.md"))))
+        with target.open("a", encoding="utf-8") as handle:
+            handle.write(f"\nEdited in run {run}: see [[Bench Edit {run}]].\n")
+        wall, _, _ = run_cli(db_file, "sync")
+        one.append(wall)
+    db_file = work / f"bench-{args.runs - 1}.db"
+    result.update(
+        {
+            "cold_sync_s": round(statistics.median(cold), 3),
+            "cold_sync_runs_s": [round(x, 3) for x in cold],
+            "nochange_resync_s": round(statistics.median(noop), 3),
+            "one_file_resync_s": round(statistics.median(one), 3),
+            "sync_peak_rss_mb": round(rss / 1024, 1),
+            "concepts": report.get("concepts"),
+            "relations": report.get("relations"),
+            "communities": report.get("communities"),
+            "modularity": report.get("modularity"),
+            "sync_phases_s": report.get("seconds"),
+            "db_bytes": db_file.stat().st_size + (
+                Path(f"{db_file}-wal").stat().st_size if Path(f"{db_file}-wal").exists() else 0
+            ),
+        }
+    )
+
+    from contextgraph import ContextGraph
+
+    with ContextGraph.open(db_file) as graph:
+        names = sample_concepts(graph, args.queries)
+        for depth in (1, 2):
+            result[f"build_context_depth{depth}"] = time_queries(
+                lambda c, d=depth: graph.build_context(c, depth=d), names
+            )
+        result["build_context_depth2_content"] = time_queries(
+            lambda c: graph.build_context(c, depth=2, include_content=True), names
+        )
+    result["bench_peak_rss_mb"] = round(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
+    )
+    result["workdir"] = str(work) if args.keep else None
+    if not args.keep and args.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

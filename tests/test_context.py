@@ -1,0 +1,207 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import Writer
+from sqlalchemy import text
+
+from contextgraph import ContextGraph, InvalidArgument, db
+
+FRESH = "2026-11-25"  # age 5 days at NOW: weight 1.0
+OLD = "2026-07-24"  # age 129 days: weight (129 - 28) ** -0.5
+OLD_WEIGHT = 101**-0.5
+
+
+@pytest.fixture
+def ranked(store: ContextGraph, vault: Path, write: Writer) -> ContextGraph:
+    # q–x co-occur in three old notes (score 3 * 0.0995), q–y in one fresh note (1.0),
+    # q–z in two fresh notes (2.0): ranking by count would put x first.
+    for i in range(3):
+        write(f"old{i}.md", "[[Q]] and [[X]]", created=OLD)
+    write("y.md", "[[Q]] and [[Y]]", created=FRESH)
+    write("z1.md", "[[Q]] and [[Z]]", created=FRESH)
+    write("z2.md", "[[Q]] and [[Z]]", created=FRESH)
+    store.sync([vault])
+    return store
+
+
+def test_build_context_ranks_by_weighted_score_before_truncating(ranked: ContextGraph) -> None:
+    result = ranked.build_context("Q", max_entities=2)
+    assert [r.name for r in result.direct_relations] == ["z", "y"]
+    full = ranked.build_context("Q")
+    assert [r.name for r in full.direct_relations] == ["z", "y", "x"]
+    x = full.direct_relations[2]
+    assert x.co_occurrence_count == 3
+    assert x.decay_weight == pytest.approx(OLD_WEIGHT)
+    assert x.weighted_score == pytest.approx(3 * OLD_WEIGHT)
+
+
+def test_ties_break_by_count_then_name(store: ContextGraph, vault: Path, write: Writer) -> None:
+    write("a.md", "[[Q]] [[b]] [[a]]", created=FRESH)
+    write("c.md", "[[Q]] [[c]]", created=FRESH)
+    write("c2.md", "[[c]] [[other]]", created=FRESH)
+    store.sync([vault])
+    assert [r.name for r in store.build_context("q").direct_relations] == ["a", "b", "c"]
+
+
+def test_concept_names_are_normalised_like_links(ranked: ContextGraph) -> None:
+    for spelling in ("Q", "q", "  Q ", "[[Q]]", "[[q|alias]]", "![[Q#Heading]]"):
+        assert ranked.build_context(spelling).concept_name == "q"
+        assert len(ranked.build_context(spelling).direct_relations) == 3
+
+
+def test_files_are_most_recent_first_at_most_three(
+    store: ContextGraph, vault: Path, write: Writer
+) -> None:
+    write("n1.md", "[[Q]] [[R]]", created="2026-01-01")
+    write("n2.md", "[[Q]] [[R]]", created="2026-03-01")
+    write("n3.md", "[[Q]] [[R]]", created="2026-02-01")
+    write("n4.md", "[[Q]] [[R]]", created="2026-03-01")
+    store.sync([vault], name="v")
+    (relation,) = store.build_context("Q").direct_relations
+    assert relation.files == ("memory://v/n2.md", "memory://v/n4.md", "memory://v/n3.md")
+
+
+def test_a_read_makes_a_note_fresher(ranked: ContextGraph) -> None:
+    with db.write(ranked.engine) as conn:
+        conn.execute(
+            text("UPDATE files SET last_accessed = :t WHERE path = 'old0.md'"),
+            {"t": 1_795_000_000.0},  # 2026-11-18: within the grace period at NOW
+        )
+    x = next(r for r in ranked.build_context("Q").direct_relations if r.name == "x")
+    assert x.decay_weight == pytest.approx((1.0 + 2 * OLD_WEIGHT) / 3)
+
+
+def test_now_is_injectable(ranked: ContextGraph) -> None:
+    later = ranked.build_context("Q", now="2027-11-30T00:00:00Z")
+    z = next(r for r in later.direct_relations if r.name == "z")
+    assert z.decay_weight == pytest.approx((370 - 28) ** -0.5)
+
+
+def test_depth_zero_and_one_give_direct_relations_only(ranked: ContextGraph) -> None:
+    for depth in (0, 1):
+        result = ranked.build_context("Q", depth=depth)
+        assert result.expanded_relations == ()
+        assert len(result.direct_relations) == 3
+
+
+def test_unknown_concept_and_empty_graph_give_an_empty_result(store: ContextGraph) -> None:
+    result = store.build_context("Nothing Here")
+    assert result.as_dict() == {
+        "conceptName": "nothing-here",
+        "depth": 2,
+        "communityId": None,
+        "directRelations": [],
+        "expandedRelations": [],
+        "communitySiblings": [],
+    }
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"depth": -1}, "depth"), ({"max_entities": 0}, "max_entities")],
+)
+def test_bad_arguments_are_clear_errors(
+    store: ContextGraph, kwargs: dict[str, int], message: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        store.build_context("q", **kwargs)
+
+
+@pytest.fixture
+def layered(store: ContextGraph, vault: Path, write: Writer) -> ContextGraph:
+    # q's neighbours a (count 3), b (2), c (1). Two hops out: a–d (2), b–d (1), b–e (1), d–f (1).
+    for i in range(3):
+        write(f"qa{i}.md", "[[q]] [[a]]", created=FRESH)
+    for i in range(2):
+        write(f"qb{i}.md", "[[q]] [[b]]", created=FRESH)
+    write("qc.md", "[[q]] [[c]]", created=FRESH)
+    write("ad1.md", "[[a]] [[d]]", created=FRESH)
+    write("ad2.md", "[[a]] [[d]]", created=OLD)
+    write("bd.md", "[[b]] [[d]]", created=FRESH)
+    write("be.md", "[[b]] [[e]]", created=FRESH)
+    write("df.md", "[[d]] [[f]]", created=FRESH)
+    store.sync([vault])
+    return store
+
+
+def test_expansion_is_layered_with_the_strongest_via(layered: ContextGraph) -> None:
+    result = layered.build_context("q", depth=3)
+    got = [(e.name, e.depth, e.via, e.co_occurrence_count) for e in result.expanded_relations]
+    assert got == [("d", 2, "a", 2), ("e", 2, "b", 1), ("f", 3, "d", 1)]
+    d = result.expanded_relations[0]
+    assert d.weighted_score == pytest.approx(2 * (1 + OLD_WEIGHT) / 2)
+
+
+def test_expanded_relations_respect_max_entities_over_all_hops(layered: ContextGraph) -> None:
+    result = layered.build_context("q", depth=3, max_entities=2)
+    assert [e.name for e in result.expanded_relations] == ["d", "e"]
+    assert len(result.direct_relations) == 2
+
+
+def test_expansion_never_returns_the_query_or_a_direct_neighbour(layered: ContextGraph) -> None:
+    result = layered.build_context("q", depth=5)
+    direct = {r.name for r in result.direct_relations} | {"q"}
+    assert not direct & {e.name for e in result.expanded_relations}
+
+
+def test_content_preview_quotes_the_sentence_with_the_related_concept(
+    store: ContextGraph, vault: Path, write: Writer
+) -> None:
+    write(
+        "n.md",
+        "# Title\n\nIntro sentence about [[Q]]. Here [[R]] is explained in detail. The end.\n",
+        created=FRESH,
+    )
+    store.sync([vault], name="v")
+    (relation,) = store.build_context("Q", include_content=True).direct_relations
+    assert relation.content_preview is not None
+    preview = relation.content_preview["memory://v/n.md"]
+    assert "[[R]] is explained" in preview
+    assert len(preview) <= 240
+    assert "contentPreview" in relation.as_dict()
+    assert "contentPreview" not in store.build_context("Q").direct_relations[0].as_dict()
+
+
+def test_json_shape_uses_the_specified_camel_case_names(ranked: ContextGraph) -> None:
+    data = json.loads(json.dumps(ranked.build_context("Q", depth=2).as_dict()))
+    assert list(data) == [
+        "conceptName",
+        "depth",
+        "communityId",
+        "directRelations",
+        "expandedRelations",
+        "communitySiblings",
+    ]
+    assert list(data["directRelations"][0]) == [
+        "name",
+        "coOccurrenceCount",
+        "decayWeight",
+        "weightedScore",
+        "files",
+        "communityId",
+    ]
+
+
+def test_without_community_data_ids_are_null_and_siblings_empty(ranked: ContextGraph) -> None:
+    with db.write(ranked.engine) as conn:
+        conn.execute(text("UPDATE entities SET community_id = NULL"))
+        conn.execute(text("DELETE FROM communities"))
+        conn.execute(text("DELETE FROM community_runs"))
+    result = ranked.build_context("Q")
+    assert result.community_id is None
+    assert result.community_siblings == ()
+    assert all(r.community_id is None for r in result.direct_relations)
+
+
+def test_build_context_never_writes(ranked: ContextGraph) -> None:
+    assert ranked.database_path is not None
+    before = ranked.database_path.with_name("graph.db-wal").stat().st_size
+    with db.read(ranked.engine) as conn:
+        changes = conn.execute(text("SELECT total_changes()")).scalar_one()
+    ranked.build_context("Q", depth=3, include_content=True)
+    with db.read(ranked.engine) as conn:
+        assert conn.execute(text("SELECT total_changes()")).scalar_one() == changes
+    assert ranked.database_path.with_name("graph.db-wal").stat().st_size == before
