@@ -14,10 +14,14 @@ from sqlalchemy import Engine
 from contextgraph import db
 from contextgraph.context import Context, build_context
 from contextgraph.errors import InvalidArgument
+from contextgraph.expand import ExpandResult, expand
+from contextgraph.notes import Note, read_note
+from contextgraph.search import SearchResult, search
 from contextgraph.settings import Settings, parse_datetime
 from contextgraph.sources import SourceInfo, list_sources, register
 from contextgraph.stats import DoctorReport, counts, doctor
 from contextgraph.sync import Progress, SyncReport, run_sync
+from contextgraph.visualize import visualize
 
 
 def default_database() -> str:
@@ -130,6 +134,76 @@ class ContextGraph:
                 max_entities=self.settings.max_entities if max_entities is None else max_entities,
                 include_content=include_content,
             )
+
+    def expand(
+        self,
+        seeds: Sequence[str],
+        *,
+        max_depth: int | None = None,
+        max_nodes: int | None = None,
+    ) -> ExpandResult:
+        """Expand retriever seed entities into what they depend on (SPEC §8)."""
+        with db.read(self.engine) as conn:
+            return expand(
+                conn,
+                list(seeds),
+                settings=self.settings,
+                max_depth=self.settings.expand_max_depth if max_depth is None else max_depth,
+                max_nodes=self.settings.expand_max_nodes if max_nodes is None else max_nodes,
+            )
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        page: int = 1,
+        source: str | None = None,
+        folder: str | None = None,
+        now: datetime | str | None = None,
+    ) -> SearchResult:
+        """Full-text search over notes and code, ranked by bm25 × recency."""
+        with db.read(self.engine) as conn:
+            return search(
+                conn,
+                query,
+                settings=self.settings,
+                now=self._now(now),
+                limit=limit,
+                page=page,
+                source=source,
+                folder=folder,
+            )
+
+    def read(self, identifier: str, *, now: datetime | str | None = None) -> Note:
+        """Return a note by URI, path or title, and record the read (its recency boost)."""
+        stamp = self._now(now) if now is not None or self.settings.now is not None else None
+        return read_note(
+            self.engine,
+            identifier,
+            database=self.database_path,
+            now=stamp,
+            retry_seconds=self.settings.lock_retry_seconds,
+        )
+
+    def visualize(self, concept: str, *, depth: int = 2, max_nodes: int = 30) -> str:
+        """A Mermaid flowchart of the concept's neighbourhood."""
+        with db.read(self.engine) as conn:
+            return visualize(conn, concept, depth=depth, max_nodes=max_nodes)
+
+    def communities(self, *, rebuild: bool = False) -> dict[str, Any]:
+        """The latest community run and every community (recomputed first with ``rebuild``)."""
+        from contextgraph import communities
+
+        if rebuild:
+            communities.recompute(self.engine, self.settings)
+        with db.read(self.engine) as conn:
+            run = communities.latest_run(conn)
+            listed = communities.list_communities(conn)
+        return {
+            "run": None if run is None else run.as_dict(),
+            "communities": [c.as_dict() for c in listed],
+        }
 
     # -- housekeeping -----------------------------------------------------------------------
 

@@ -203,6 +203,122 @@ def context(
 
 
 @cli.command()
+@click.argument("seeds", nargs=-1, required=True)
+@click.option("--max-depth", type=int, default=None, help="BFS depth (1-5, default 2).")
+@click.option("--max-nodes", type=int, default=None, help="Most results (1-500, default 20).")
+@_json_option
+@click.pass_context
+def expand(
+    ctx: click.Context,
+    seeds: tuple[str, ...],
+    max_depth: int | None,
+    max_nodes: int | None,
+    as_json: bool,
+) -> None:
+    """Expand SEED entities (symbols, files, concepts) into what they depend on."""
+    with _graph(ctx) as graph:
+        result = graph.expand(list(seeds), max_depth=max_depth, max_nodes=max_nodes)
+    if as_json:
+        _emit(result.as_dict())
+        return
+    if not result.matched:
+        click.echo("no entity matches the seeds")
+    for r in result.results:
+        where = f" ({r.path})" if r.path and r.path != r.entity else ""
+        click.echo(
+            f"  d{r.depth} {r.entity} [{r.kind}]{where} {r.relationship_type} via {r.via}"
+            f" score {r.score:.3f}"
+        )
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--limit", type=int, default=10, show_default=True, help="Hits per page (1-100).")
+@click.option("--page", type=int, default=1, show_default=True, help="Page number.")
+@click.option("--source", default=None, help="Only this source.")
+@click.option("--folder", default=None, help="Only files under this source-relative folder.")
+@_json_option
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: str,
+    limit: int,
+    page: int,
+    source: str | None,
+    folder: str | None,
+    as_json: bool,
+) -> None:
+    """Full-text search of notes and code (words AND-ed, "quoted phrases")."""
+    with _graph(ctx) as graph:
+        result = graph.search(query, limit=limit, page=page, source=source, folder=folder)
+    if as_json:
+        _emit(result.as_dict())
+        return
+    click.echo(f"{result.total} matches (page {result.page})")
+    for hit in result.hits:
+        click.echo(f"  {hit.uri}  score {hit.score:.3f}")
+        click.echo(f"      {hit.snippet}")
+
+
+@cli.command()
+@click.argument("identifier", metavar="ID")
+@_json_option
+@click.pass_context
+def read(ctx: click.Context, identifier: str, as_json: bool) -> None:
+    """Print a note by memory:// URI, source-relative path or title (records the read)."""
+    with _graph(ctx) as graph:
+        note = graph.read(identifier)
+    if as_json:
+        _emit(note.as_dict())
+        return
+    click.echo(note.content, nl=not note.content.endswith("\n"))
+
+
+@cli.command()
+@click.argument("concept")
+@click.option("--depth", type=int, default=2, show_default=True, help="Hops (1-5).")
+@click.option("--max-nodes", type=int, default=30, show_default=True, help="Nodes (5-100).")
+@click.pass_context
+def visualize(ctx: click.Context, concept: str, depth: int, max_nodes: int) -> None:
+    """Print a Mermaid flowchart of CONCEPT's neighbourhood."""
+    with _graph(ctx) as graph:
+        click.echo(graph.visualize(concept, depth=depth, max_nodes=max_nodes), nl=False)
+
+
+@cli.command()
+@click.option("--rebuild", is_flag=True, help="Recompute the communities now.")
+@_json_option
+@click.pass_context
+def communities(ctx: click.Context, rebuild: bool, as_json: bool) -> None:
+    """List the latest community run and every community with its members."""
+    with _graph(ctx) as graph:
+        data = graph.communities(rebuild=rebuild)
+    if as_json:
+        _emit(data)
+        return
+    run = data["run"]
+    if run is None:
+        click.echo("no communities yet: run `contextgraph sync` or `communities --rebuild`")
+        return
+    click.echo(
+        f"{run['communityCount']} communities by {run['algorithm']} "
+        f"(resolution {run['resolution']}, seed {run['seed']}), modularity {run['modularity']:.3f}"
+    )
+    for c in data["communities"]:
+        members = ", ".join(c["members"][:12]) + (" …" if c["size"] > 12 else "")
+        click.echo(f"  {c['id']} ({c['size']}): {members}")
+
+
+@cli.command()
+@click.pass_context
+def mcp(ctx: click.Context) -> None:
+    """Run the MCP server on stdio (for LLM clients)."""
+    from contextgraph.mcp_server import serve
+
+    serve(ctx.obj["database"])
+
+
+@cli.command()
 @_json_option
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool) -> None:

@@ -61,6 +61,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from functools import lru_cache
+from itertools import accumulate
 from typing import Any
 
 import yaml
@@ -675,14 +676,10 @@ class _Body:
                 src = src[: blank.end()]
         self.src = src
         lines = src.split("\n")
-        starts = [0] * len(lines)
-        ends = [0] * len(lines)
-        pos = 0
-        for i, line in enumerate(lines):
-            starts[i] = pos
-            pos += len(line)
-            ends[i] = pos
-            pos += 1
+        starts = list(accumulate([len(line) + 1 for line in lines], initial=0))
+        starts.pop()
+        ends = [s - 1 for s in starts[1:]]
+        ends.append(len(src))
         self.lines = lines
         self.line_starts = starts
         self.line_ends = ends
@@ -940,6 +937,8 @@ _BULLET_CHARS = frozenset("*-+")
 _DIGITS = frozenset("0123456789")
 _TERMINATOR_CHARS = frozenset("`~>*-_+<#0123456789")
 _BLOCK_START_CHARS = _TERMINATOR_CHARS | {"["}
+_LIST_TERMINATOR_CHARS = frozenset("`~>*-_")
+_BLANK_CHARS = frozenset(" \t")
 
 
 class _Blocks:
@@ -975,7 +974,10 @@ class _Blocks:
             n -= 1  # no line after a final LF; no marker for a final blank line without LF
         b_marks = body.line_starts[:n]
         e_marks = body.line_ends[:n]
-        t_shift = [len(line) - len(line.lstrip(" \t")) for line in lines[:n]]
+        t_shift = [
+            len(line) - len(line.lstrip(" \t")) if line[:1] in _BLANK_CHARS else 0
+            for line in lines[:n]
+        ]
         s_count = t_shift[:]
         for i, line in enumerate(lines[:n]):
             if t_shift[i] and "\t" in line[: t_shift[i]]:
@@ -1033,23 +1035,48 @@ class _Blocks:
         return pos
 
     def _terminates(self, line: int, end_line: int, list_chain: bool = False) -> bool:
-        """Run the terminator rules (``paragraph``/``reference``/``blockquote`` or ``list``)."""
+        """Run the terminator rules (``paragraph``/``reference``/``blockquote`` or ``list``).
+
+        Silent mode of fence, blockquote, hr, list, html_block and heading, inlined.
+        """
+        src = self.src
         pos = self.bMarks[line] + self.tShift[line]
-        if pos >= len(self.src):
+        maximum = self.eMarks[line]
+        if pos >= maximum:
             return False
-        ch = self.src[pos]
+        ch = src[pos]
         if ch not in _TERMINATOR_CHARS:
             return False
-        if ch in _FENCE_CHARS:
-            return self._fence(line, end_line, True)
+        s_count = self.sCount[line]
+        if s_count - self.blkIndent >= 4:
+            return False  # every terminator rule refuses an indented code line
+        if ch == "`" or ch == "~":
+            rest = src[pos:maximum]
+            run = len(rest) - len(rest.lstrip(ch))
+            return run >= 3 and not (ch == "`" and "`" in rest[run:])
         if ch == ">":
-            return self._blockquote(line, end_line, True)
-        if ch in _HR_CHARS and self._hr(line, end_line, True):
             return True
+        if ch in _HR_CHARS:
+            rest = src[pos:maximum]
+            if rest.count(ch) >= 3 and not rest.replace(ch, "").strip(" \t"):
+                return True
         if list_chain:
             return False
         if ch in _BULLET_CHARS or ch in _DIGITS:
-            return self._list(line, end_line, True)
+            if self.listIndent >= 0 and s_count - self.listIndent >= 4 and s_count < self.blkIndent:
+                return False
+            terminating_paragraph = self.parentType == "paragraph" and s_count >= self.blkIndent
+            if ch in _DIGITS:
+                after = self._skip_ordered(line)
+                if after < 0:
+                    return False
+                if terminating_paragraph and int(src[pos : after - 1]) != 1:
+                    return False
+            else:
+                after = pos + 1
+                if after < maximum and src[after] not in " \t":
+                    return False
+            return not (terminating_paragraph and not src[after:maximum].strip(" \t"))
         if ch == "<":
             return self._html_block(line, end_line, True)
         return ch == "#" and self._heading(line, end_line, True)
@@ -1427,19 +1454,22 @@ class _Blocks:
             next_line = start_line = self.line
             if next_line >= end_line:
                 break
-            if s_count[next_line] < self.blkIndent:
+            blk_indent = self.blkIndent
+            if s_count[next_line] < blk_indent or s_count[next_line] - blk_indent >= 4:
                 break
-            if self._is_code(start_line):
-                break
-            if self._terminates(next_line, end_line, list_chain=True):
+            first = b_marks[next_line] + t_shift[next_line]
+            ch = src[first] if first < len(src) else ""
+            if ch in _LIST_TERMINATOR_CHARS and self._terminates(next_line, end_line, True):
                 break
             if is_ordered:
                 pos_after_marker = self._skip_ordered(next_line)
+            elif ch in _BULLET_CHARS and (
+                first + 1 >= self.eMarks[next_line] or src[first + 1] in " \t"
+            ):
+                pos_after_marker = first + 1
             else:
-                pos_after_marker = self._skip_bullet(next_line)
-            if pos_after_marker < 0:
                 break
-            if marker_char != src[pos_after_marker - 1]:
+            if pos_after_marker < 0 or marker_char != src[pos_after_marker - 1]:
                 break
         self.level -= 1
         self.line = next_line
@@ -1469,6 +1499,14 @@ class _Blocks:
         if self._is_code(start_line):
             return False
         if src[pos] != "[":
+            return False
+        # Quick rejection when the label closes on this line without escapes before it.
+        close = src.find("]", pos, maximum)
+        if (
+            close > 0
+            and src.find("\\", pos, close) < 0
+            and (src.find("[", pos + 1, close) >= 0 or src[close + 1 : close + 2] != ":")
+        ):
             return False
         string = src[pos : maximum + 1]
         maximum = len(string)
@@ -1654,8 +1692,8 @@ class _Blocks:
                 continue
             ch = src[pos]
             if sc >= blk_indent and (ch == "-" or ch == "="):
-                end = self._skip_spaces(self._skip_chars(pos, ch))
-                if end >= maximum:
+                run = src[pos:maximum].rstrip(" \t")  # a run of the marker, then blanks
+                if run.count(ch) == len(run):
                     underline = True
                     break
             if sc < 0:

@@ -462,3 +462,35 @@ def test_namespace_import_member_resolves() -> None:
         }
     )
     assert edges(g, "references") == {("b.ts::make", "a.ts::Thing"): 1.0}
+
+
+def test_a_few_replacement_chars_in_strings_do_not_make_a_file_binary() -> None:
+    table = ", ".join('"\ufffd"' if i % 20 == 0 else f'"{chr(0x400 + i)}"' for i in range(200))
+    f = parse_code("table.js", f"export const TABLE = [{table}];\nexport function get() {{}}\n")
+    assert [s.qualname for s in f.symbols] == ["get"]
+
+
+def test_names_imported_from_non_code_files_are_not_name_matched() -> None:
+    g = graph_of(
+        {
+            "a.js": "export function styles() {}\n",
+            "b.js": (
+                'import styles from "./b.module.css";\nexport function f() { return styles; }\n'
+            ),
+        }
+    )
+    assert edges(g, "references") == {}
+
+
+def test_unexported_lookup_falls_back_to_unique_name_when_module_resolves() -> None:
+    g = graph_of(
+        {
+            "a.js": "function tool() {}\nmodule.exports = { tool: tool2 };\n",
+            "b.js": "function tool2() {}\n",
+            "c.js": 'const { tool2 } = require("./a");\nfunction f() { return tool2(); }\n',
+        }
+    )
+    assert edges(g, "references") == {
+        ("c.js::f", "b.js::tool2"): 0.5,
+        ("a.js", "b.js::tool2"): 0.5,  # the module-level `module.exports = {...}`
+    }

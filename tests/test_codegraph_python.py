@@ -489,3 +489,9 @@ def test_import_cycles_and_star_cycles_terminate() -> None:
     )
     assert set(edges(g, "imports")) == {("a.py", "b.py"), ("b.py", "a.py")}
     assert edges(g, "references") == {}
+
+
+def test_legacy_encoded_text_with_replacement_chars_in_comments_parses() -> None:
+    bad = "\ufffd" * 5
+    text = f"# coding: iso-8859-5\n# {bad}\nu = '{bad}'\n"
+    assert parse_code("nonascii.py", text).module_names == ("u",)

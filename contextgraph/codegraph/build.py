@@ -18,9 +18,10 @@ facts produced it, which is always the file of ``src``):
   by a local import that resolves to no symbol) and exactly one symbol in the whole source (of
   the same language family: Python, or JS/TS) has that bare name — and that symbol is a
   module-level one, since a bare name cannot denote a method. Names bound to external packages,
-  to module-level variables, or that are builtins/globals (``len``, ``console``, ``Promise``…)
-  are never name-matched. Attribute chains walk modules (``mod.Foo``), classes
-  (``Foo.method``) and packages (``pkg.sub.Foo``); a chain ends at the last symbol reached.
+  to module-level variables, by JS imports of files that are not code (``./x.css``), or that
+  are builtins/globals (``len``, ``console``, ``Promise``…) are never name-matched.
+  Attribute chains walk modules (``mod.Foo``), classes (``Foo.method``) and packages
+  (``pkg.sub.Foo``); a chain ends at the last symbol reached.
   A JS name bound to a whole module (``const X = require('./x')``) that is used directly means
   that module's default export (``module.exports = X``). No symbol references itself.
   A class also references what its methods reference (except itself and its own methods),
@@ -213,7 +214,13 @@ class _Builder:
         if found is not None:
             return None if found[0] == "ext" else (found, 1.0)
         python = self.facts[path].language == "python"
-        if name not in self.bindings[path]:
+        bindings = self.bindings[path].get(name)
+        if bindings:
+            # A JS import of a file that is not code (./styles.css, ./data.json) binds a name
+            # that no symbol can stand for; a Python import that failed may just be missed.
+            if not python and all(self.module(path, b.module, 0) is None for b in bindings):
+                return None
+        else:
             if name in self.module_names[path]:
                 return None
             found = self._from_stars(path, name)

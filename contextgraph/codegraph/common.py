@@ -10,11 +10,22 @@ _REPLACEMENT_SHARE = 0.10
 _MIN_REPLACEMENTS = 4
 
 
-def check_text(text: str) -> None:
-    """Reject binary content (NUL bytes, or many undecodable bytes) before parsing."""
+def check_nul(text: str) -> None:
     if "\x00" in text:
         raise CodeParseError("binary content: the text contains NUL bytes")
+
+
+def undecodable(text: str) -> str | None:
+    """The reason to take ``text`` for binary content decoded with replacement, if it is."""
     bad = text.count("\ufffd")
     if bad >= _MIN_REPLACEMENTS and bad > _REPLACEMENT_SHARE * len(text):
-        raise CodeParseError(f"binary content: {bad} undecodable bytes")
+        return f"binary content: {bad} undecodable bytes"
+    return None
 
+
+def check_text(text: str) -> None:
+    """Reject binary content (NUL bytes, or many undecodable bytes) before parsing."""
+    check_nul(text)
+    reason = undecodable(text)
+    if reason:
+        raise CodeParseError(reason)

@@ -111,6 +111,7 @@ _BINDING_DECLS = frozenset(
         "interface_declaration",
         "type_alias_declaration",
         "enum_declaration",
+        "internal_module",
     }
 )
 _MAX_CHAIN = 6
@@ -478,8 +479,8 @@ class _Extractor:
                 for name, alias in self._specifiers(part):
                     if alias != name:
                         self.aliases.append((alias, name))
-            elif "=" in tokens and part.type == "identifier":  # TS `export = Foo`
-                self.aliases.append(("default", self.text(part)))
+            elif "=" in tokens and part.type != "comment":  # TS `export = Foo`
+                self._default_value(part)
             elif part.type not in ("identifier", "comment"):
                 self.walk([part], self.module)
 

@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from contextgraph.codegraph.common import check_text
+from contextgraph.codegraph.common import check_nul, undecodable
 from contextgraph.codegraph.model import (
     BindingFact,
     CodeParseError,
@@ -39,7 +39,6 @@ _Attribute = ast.Attribute
 _Constant = ast.Constant
 _Load = ast.Load
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _IMPORTS = (ast.Import, ast.ImportFrom)
 _TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
 
@@ -78,12 +77,17 @@ _CHILD_FIELDS: dict[type, tuple[str, ...]] = {
 
 
 def parse_python(path: str, text: str) -> FileFacts:
-    check_text(text)
+    check_nul(text)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(text, filename=path)
     except SyntaxError as e:
+        # Undecoded bytes in comments and strings are harmless (a file in a legacy encoding);
+        # a file that fails and is mostly undecodable is reported as binary.
+        binary = undecodable(text)
+        if binary:
+            raise CodeParseError(binary) from None
         msg = e.msg or "invalid syntax"
         raise CodeParseError(f"Python syntax error at line {e.lineno}: {msg}") from None
     except (RecursionError, MemoryError):

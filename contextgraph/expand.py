@@ -1,0 +1,242 @@
+"""Graph expansion (SPEC §8): pull in what a retriever's seed entities depend on.
+
+Kept from the reference design: the quality filter, the hub rule, the minimum traversable weight,
+the score ``weight × 0.5 ** depth`` and the result order (depth, score desc, name). Fixed:
+
+1. the BFS is layered, so every depth-d entity is taken before any at depth d+1;
+2. seeds are visited first and never come back as results;
+3. entities at ``max_depth`` are not queried;
+4. the hub count is over distinct traversable neighbours, not raw relation rows;
+5. seeds match case-insensitively (symbol name, file path or stem, normalised concept name);
+6. the hub rule never stops a seed, only expansion *through* a hub reached from one.
+
+One indexed SQL query per BFS layer fetches the neighbours of the whole layer in both directions:
+code relations (``relations`` by ``src_id`` and by ``dst_id``) and concept co-occurrence
+(``concept_relations`` by ``a_id`` and by ``b_id``; type ``co_occurs``, weight 1.0). The quality
+filter applies to the entities expansion reaches, not to the seeds the caller named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, and_, literal, or_, select, union_all
+
+from contextgraph.errors import InvalidArgument
+from contextgraph.models import ConceptRelation, Entity, Relation
+from contextgraph.settings import Settings
+from contextgraph.wikilinks import normalize
+
+T_ENTITIES = Entity.__table__
+T_REL = Relation.__table__
+T_CREL = ConceptRelation.__table__
+
+MAX_SEEDS = 100
+MAX_DEPTH = 5
+MAX_NODES = 500
+
+# The reference design's English stopword list (NLTK's, which it used), extendable with the
+# `expand_stopwords` setting.
+STOPWORDS = frozenset(
+    """i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
+    she her hers herself it its itself they them their theirs themselves what which who whom this
+    that these those am is are was were be been being have has had having do does did doing a an
+    the and but if or because as until while of at by for with about against between into through
+    during before after above below to from up down in out on off over under again further then
+    once here there when where why how all any both each few more most other some such no nor not
+    only own same so than too very s t can will just don should now d ll m o re ve y ain aren
+    couldn didn doesn hadn hasn haven isn ma mightn mustn needn shan shouldn wasn weren won
+    wouldn""".split()
+)
+
+
+@dataclass(frozen=True)
+class Expansion:
+    entity: str
+    kind: str
+    relationship_type: str
+    depth: int
+    score: float
+    via: str
+    path: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "entity": self.entity,
+            "kind": self.kind,
+            "relationshipType": self.relationship_type,
+            "depth": self.depth,
+            "score": self.score,
+            "via": self.via,
+        }
+        if self.kind != "concept":
+            out["path"] = self.path
+        return out
+
+
+@dataclass(frozen=True)
+class ExpandResult:
+    seeds: tuple[str, ...]
+    matched: tuple[str, ...]
+    results: tuple[Expansion, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "seeds": list(self.seeds),
+            "matchedSeeds": list(self.matched),
+            "results": [r.as_dict() for r in self.results],
+        }
+
+
+def passes_quality(name: str, settings: Settings) -> bool:
+    """The reference quality filter: long enough, not all digits, not a stopword."""
+    bare = name.strip()
+    if len(bare) < settings.expand_min_length or bare.isdigit():
+        return False
+    lowered = bare.lower()
+    return lowered not in STOPWORDS and lowered not in settings.expand_stopwords
+
+
+def _escape_like(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def match_seeds(conn: Connection, seeds: list[str]) -> dict[int, tuple[str, str, str | None]]:
+    """Entities named by ``seeds``: id -> (name, kind, path)."""
+    e = T_ENTITIES
+    found: dict[int, tuple[str, str, str | None]] = {}
+    for seed in seeds:
+        lowered = seed.strip().lower()
+        if not lowered:
+            continue
+        concept = normalize(seed)
+        stem = _escape_like(lowered)
+        conditions = [
+            and_(e.c.kind.in_(("symbol", "package")), e.c.name_lower == lowered),
+            and_(
+                e.c.kind == "file",
+                or_(
+                    e.c.name_lower == lowered,
+                    e.c.name_lower.like(stem + ".%", escape="\\"),
+                    e.c.name_lower.like("%/" + stem + ".%", escape="\\"),
+                    e.c.name_lower.like("%/" + stem, escape="\\"),
+                ),
+            ),
+        ]
+        if concept:
+            conditions.append(and_(e.c.kind == "concept", e.c.key == concept))
+        rows = conn.execute(select(e.c.id, e.c.name, e.c.kind, e.c.path).where(or_(*conditions)))
+        for r in rows:
+            if r.kind == "file" and not _is_stem_match(r.name.lower(), lowered):
+                continue
+            found[int(r.id)] = (r.name, r.kind, r.path)
+    return found
+
+
+def _is_stem_match(path: str, seed: str) -> bool:
+    if path == seed:
+        return True
+    name = path.rsplit("/", 1)[-1]
+    stem = name.split(".", 1)[0] if "." in name else name
+    return stem == seed or path.rsplit(".", 1)[0] == seed or path.rsplit(".", 1)[0].endswith(
+        "/" + seed
+    )
+
+
+def _layer_query(ids: list[int], min_weight: float) -> Any:
+    """Every traversable edge touching ``ids``: (from, to, type, weight, count)."""
+    r, c = T_REL, T_CREL
+    one = literal(1.0)
+    return union_all(
+        select(r.c.src_id, r.c.dst_id, r.c.type, r.c.weight, literal(0)).where(
+            r.c.src_id.in_(ids), r.c.weight >= min_weight
+        ),
+        select(r.c.dst_id, r.c.src_id, r.c.type, r.c.weight, literal(0)).where(
+            r.c.dst_id.in_(ids), r.c.weight >= min_weight
+        ),
+        select(c.c.a_id, c.c.b_id, literal("co_occurs"), one, c.c.count).where(c.c.a_id.in_(ids)),
+        select(c.c.b_id, c.c.a_id, literal("co_occurs"), one, c.c.count).where(c.c.b_id.in_(ids)),
+    )
+
+
+def expand(
+    conn: Connection,
+    seeds: list[str],
+    *,
+    settings: Settings,
+    max_depth: int = 2,
+    max_nodes: int = 20,
+) -> ExpandResult:
+    """Expand ``seeds`` breadth-first, layer by layer, through traversable relations."""
+    clean = [s for s in seeds if isinstance(s, str) and s.strip()]
+    if not clean:
+        raise InvalidArgument("give at least one seed entity name")
+    if len(clean) > MAX_SEEDS:
+        raise InvalidArgument(f"at most {MAX_SEEDS} seeds")
+    if not 1 <= max_depth <= MAX_DEPTH:
+        raise InvalidArgument(f"max_depth must be between 1 and {MAX_DEPTH}")
+    if not 1 <= max_nodes <= MAX_NODES:
+        raise InvalidArgument(f"max_nodes must be between 1 and {MAX_NODES}")
+    seed_entities = match_seeds(conn, clean)
+    names: dict[int, tuple[str, str, str | None]] = dict(seed_entities)
+    visited = set(seed_entities)
+    frontier = sorted(seed_entities)
+    results: list[Expansion] = []
+    for depth in range(1, max_depth + 1):
+        if not frontier or len(results) >= max_nodes:
+            break
+        rows = conn.execute(_layer_query(frontier, settings.expand_min_weight)).all()
+        neighbours: dict[int, set[int]] = {}
+        for src, dst, *_ in rows:
+            neighbours.setdefault(src, set()).add(dst)
+        expandable = {
+            n
+            for n in frontier
+            if n in seed_entities or len(neighbours.get(n, ())) <= settings.expand_hub_degree
+        }
+        best: dict[int, tuple[float, int, int, str]] = {}  # to -> (weight, count, from, type)
+        for src, dst, rtype, weight, count in rows:
+            if src not in expandable or dst in visited:
+                continue
+            candidate = (float(weight), int(count), src, str(rtype))
+            current = best.get(dst)
+            if current is None or (candidate[0], candidate[1]) > (current[0], current[1]):
+                best[dst] = candidate
+        _load_names(conn, [n for n in best if n not in names], names)
+        ranked = sorted(
+            (
+                (weight * 0.5**depth, count, names[n][0], n, src, rtype)
+                for n, (weight, count, src, rtype) in best.items()
+                if passes_quality(names[n][0], settings)
+            ),
+            key=lambda t: (-t[0], -t[1], t[2]),
+        )
+        room = max_nodes - len(results)
+        frontier = []
+        for score, _count, name, n, src, rtype in ranked[:room]:
+            _, kind, path = names[n]
+            results.append(Expansion(name, kind, rtype, depth, score, names[src][0], path))
+            visited.add(n)
+            frontier.append(n)
+        # Candidates that did not fit are not visited: a later layer may not reach them anyway,
+        # since every layer is full once one candidate is cut.
+    results.sort(key=lambda x: (x.depth, -x.score, x.entity))
+    matched = tuple(sorted({v[0] for v in seed_entities.values()}))
+    return ExpandResult(tuple(clean), matched, tuple(results))
+
+
+def _load_names(
+    conn: Connection, ids: list[int], names: dict[int, tuple[str, str, str | None]]
+) -> None:
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        for r in conn.execute(
+            select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.kind, T_ENTITIES.c.path).where(
+                T_ENTITIES.c.id.in_(chunk)
+            )
+        ):
+            names[int(r.id)] = (r.name, r.kind, r.path)
+
+
+__all__ = ["STOPWORDS", "ExpandResult", "Expansion", "expand", "passes_quality"]

@@ -1,0 +1,205 @@
+"""Read one note (SPEC §9): resolve an identifier safely, return it, record the read.
+
+An identifier is a ``memory://<source>/<path>`` URI, a source-relative path, or a note title.
+Only files the store knows are served, and only from inside their source root: ``..`` segments,
+absolute paths, percent-encoded (``%2e``, ``%2f``, ``%5c``, ``%00``) forms, NUL bytes, symlinks
+that lead out of the root and the database files are refused with :class:`UnsafePath`. URIs are
+not percent-decoded at all (contextgraph writes them with raw paths), so no encoded form can
+smuggle a separator past the checks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from sqlalchemy import Connection, Engine, func, or_, select, update
+
+from contextgraph import db
+from contextgraph.errors import InvalidArgument, NotFound, UnsafePath
+from contextgraph.models import Entity, File, Mention, Source
+
+T_FILES = File.__table__
+T_SOURCES = Source.__table__
+T_MENTIONS = Mention.__table__
+T_ENTITIES = Entity.__table__
+
+URI_PREFIX = "memory://"
+MAX_IDENTIFIER = 4096
+_ENCODED = re.compile(r"%(?:2e|2f|5c|00|25)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Note:
+    uri: str
+    path: str
+    source: str
+    title: str | None
+    content: str
+    created: str | None
+    modified: str
+    last_accessed: str | None
+    concepts: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "uri": self.uri,
+            "path": self.path,
+            "source": self.source,
+            "title": self.title,
+            "content": self.content,
+            "created": self.created,
+            "modified": self.modified,
+            "lastAccessed": self.last_accessed,
+            "concepts": list(self.concepts),
+        }
+
+
+def file_uri(source: str, path: str) -> str:
+    """The ``memory://`` URI of a file: source name, then the path relative to its root."""
+    return f"{URI_PREFIX}{source}/{path}"
+
+
+def _iso(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat()
+
+
+def check_relative(path: str) -> str:
+    """Validate a source-relative path; return it in posix form or raise UnsafePath."""
+    if not path or len(path) > MAX_IDENTIFIER:
+        raise UnsafePath("the path is empty or too long")
+    if "\x00" in path:
+        raise UnsafePath("the path contains a NUL byte")
+    if _ENCODED.search(path):
+        raise UnsafePath("percent-encoded dots, slashes or NULs are refused")
+    unified = path.replace("\\", "/")
+    if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or unified.startswith("~"):
+        raise UnsafePath("absolute paths are refused: give a path relative to its source")
+    parts = PurePosixPath(unified).parts
+    if any(part == ".." for part in parts):
+        raise UnsafePath("'..' is refused: paths stay inside their source")
+    return "/".join(p for p in parts if p not in ("", "."))
+
+
+def _candidates(conn: Connection, identifier: str) -> list[Any]:
+    columns = (
+        T_FILES.c.id,
+        T_FILES.c.path,
+        T_FILES.c.title,
+        T_FILES.c.created,
+        T_FILES.c.modified,
+        T_FILES.c.last_accessed,
+        T_SOURCES.c.name.label("source"),
+        T_SOURCES.c.root,
+    )
+    base = select(*columns).join(T_SOURCES, T_SOURCES.c.id == T_FILES.c.source_id)
+    if identifier.startswith(URI_PREFIX):
+        rest = identifier[len(URI_PREFIX) :]
+        source, _, path = rest.partition("/")
+        if not source or not path:
+            raise InvalidArgument("a memory:// URI needs a source name and a path")
+        rel = check_relative(path)
+        return list(conn.execute(base.where(T_SOURCES.c.name == source, T_FILES.c.path == rel)))
+    if "://" in identifier:
+        raise UnsafePath("only memory:// URIs are served")
+    rel = check_relative(identifier)
+    rows = list(conn.execute(base.where(T_FILES.c.path == rel).order_by(T_SOURCES.c.name)))
+    if rows:
+        return rows
+    # A title: the frontmatter title, else the file name without .md, case-insensitively.
+    lowered = identifier.strip().lower()
+    stem = func.lower(func.replace(T_FILES.c.path, ".md", ""))
+    return list(
+        conn.execute(
+            base.where(
+                T_FILES.c.kind == "note",
+                or_(
+                    func.lower(T_FILES.c.title) == lowered,
+                    stem == lowered,
+                    stem.like("%/" + _escape_like(lowered), escape="\\"),
+                ),
+            ).order_by(T_SOURCES.c.name, T_FILES.c.path)
+        )
+    )
+
+
+def _escape_like(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def read_note(
+    engine: Engine,
+    identifier: str,
+    *,
+    database: Path | None,
+    now: float | None = None,
+    retry_seconds: float = 120.0,
+) -> Note:
+    """Return the note behind ``identifier`` and record the read in ``last_accessed``."""
+    if not isinstance(identifier, str) or not identifier.strip():
+        raise InvalidArgument("give a memory:// URI, a source-relative path or a note title")
+    with db.read(engine) as conn:
+        rows = _candidates(conn, identifier)
+    if not rows:
+        raise NotFound(f"no note matches {identifier[:200]!r}")
+    if len(rows) > 1:
+        uris = ", ".join(file_uri(r.source, r.path) for r in rows[:5])
+        raise InvalidArgument(f"{identifier[:200]!r} is ambiguous: {uris}")
+    row = rows[0]
+    content = _read_inside(Path(row.root), row.path, database)
+    stamp = now if now is not None else time.time()
+    with db.write(engine, retry_seconds=retry_seconds) as conn:
+        # A read can only make a note fresher: never move last_accessed backwards.
+        conn.execute(
+            update(T_FILES)
+            .where(T_FILES.c.id == row.id)
+            .values(last_accessed=func.max(func.coalesce(T_FILES.c.last_accessed, stamp), stamp))
+        )
+        last = conn.execute(
+            select(T_FILES.c.last_accessed).where(T_FILES.c.id == row.id)
+        ).scalar_one_or_none()
+        concepts = tuple(
+            r[0]
+            for r in conn.execute(
+                select(T_ENTITIES.c.name)
+                .join(T_MENTIONS, T_MENTIONS.c.concept_id == T_ENTITIES.c.id)
+                .where(T_MENTIONS.c.file_id == row.id)
+                .order_by(T_ENTITIES.c.name)
+            )
+        )
+    return Note(
+        uri=file_uri(row.source, row.path),
+        path=row.path,
+        source=row.source,
+        title=row.title or PurePosixPath(row.path).stem,
+        content=content,
+        created=_iso(row.created),
+        modified=_iso(row.modified) or "",
+        last_accessed=_iso(last),
+        concepts=concepts,
+    )
+
+
+def _read_inside(root: Path, rel: str, database: Path | None) -> str:
+    real_root = os.path.realpath(root)
+    target = os.path.realpath(os.path.join(real_root, rel))
+    if not (target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep)):
+        raise UnsafePath("the file leads outside its source (symlink)")
+    if database is not None:
+        db_real = os.path.realpath(database)
+        if target == db_real or target.startswith(db_real + "-") or target.startswith(db_real + "."):
+            raise UnsafePath("the database files are never served")
+    try:
+        with open(target, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError as exc:
+        raise NotFound(f"{rel} is gone from disk; run `contextgraph sync`") from exc
+    except OSError as exc:
+        raise NotFound(f"{rel} cannot be read: {exc.strerror or exc}") from exc
+    text = data.decode("utf-8", errors="replace")
+    return text[1:] if text.startswith("\ufeff") else text

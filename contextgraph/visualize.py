@@ -1,0 +1,74 @@
+"""Mermaid picture of a concept's neighbourhood (SPEC §9), strongest edges first."""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, select, union_all
+
+from contextgraph.context import concept_key
+from contextgraph.errors import InvalidArgument
+from contextgraph.mermaid import MAX_EDGES, MermaidEdge, MermaidNode, render_flowchart
+from contextgraph.models import ConceptRelation, Entity
+
+T_ENTITIES = Entity.__table__
+T_CREL = ConceptRelation.__table__
+
+
+def visualize(conn: Connection, concept: str, *, depth: int = 2, max_nodes: int = 30) -> str:
+    """Render up to ``max_nodes`` concepts within ``depth`` hops as a Mermaid flowchart."""
+    if not 1 <= depth <= 5:
+        raise InvalidArgument("depth must be between 1 and 5")
+    if not 5 <= max_nodes <= 100:
+        raise InvalidArgument("max_nodes must be between 5 and 100")
+    key = concept_key(concept)
+    if not key:
+        raise InvalidArgument("the concept name is empty once normalised")
+    row = conn.execute(
+        select(T_ENTITIES.c.id, T_ENTITIES.c.community_id).where(
+            T_ENTITIES.c.kind == "concept", T_ENTITIES.c.key == key
+        )
+    ).first()
+    if row is None:
+        return render_flowchart(key, [], [])
+    cr = T_CREL
+    kept: dict[int, None] = {int(row.id): None}
+    frontier = [int(row.id)]
+    for _ in range(depth):
+        if not frontier or len(kept) >= max_nodes:
+            break
+        edges = union_all(
+            select(cr.c.b_id.label("n"), cr.c.count).where(cr.c.a_id.in_(frontier)),
+            select(cr.c.a_id.label("n"), cr.c.count).where(cr.c.b_id.in_(frontier)),
+        ).subquery()
+        strongest: dict[int, int] = {}
+        for n, count in conn.execute(select(edges.c.n, edges.c.count)):
+            if n not in kept and count > strongest.get(n, 0):
+                strongest[n] = count
+        names = _names(conn, list(strongest))
+        ranked = sorted(strongest, key=lambda n: (-strongest[n], names[n][0]))
+        frontier = ranked[: max_nodes - len(kept)]
+        for n in frontier:
+            kept[n] = None
+    ids = list(kept)
+    info = _names(conn, ids)
+    rows = conn.execute(
+        select(cr.c.a_id, cr.c.b_id, cr.c.count)
+        .where(cr.c.a_id.in_(ids), cr.c.b_id.in_(ids))
+        .order_by(cr.c.count.desc())
+        .limit(MAX_EDGES * 4)
+    )
+    edges_out = [MermaidEdge(info[a][0], info[b][0], int(c)) for a, b, c in rows]
+    nodes = [MermaidNode(info[n][0], info[n][1]) for n in ids]
+    return render_flowchart(key, nodes, edges_out)
+
+
+def _names(conn: Connection, ids: list[int]) -> dict[int, tuple[str, int | None]]:
+    out: dict[int, tuple[str, int | None]] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        for eid, name, community in conn.execute(
+            select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id).where(
+                T_ENTITIES.c.id.in_(chunk)
+            )
+        ):
+            out[int(eid)] = (name, community)
+    return out

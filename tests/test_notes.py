@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import Writer
+from sqlalchemy import text
+
+from contextgraph import ContextGraph, NotFound, UnsafePath, db
+from contextgraph.cli import cli
+from contextgraph.errors import ContextGraphError
+
+
+@pytest.fixture
+def notes(store: ContextGraph, vault: Path, write: Writer) -> ContextGraph:
+    write("ideas/Graph Theory.md", "---\ntitle: Graphs\ncreated: 2020-01-01\n---\n[[Q]] [[X]]\n")
+    write("other.md", "[[Q]] [[Y]]", created="2020-01-01")
+    store.sync([vault], name="v")
+    return store
+
+
+def test_read_by_uri_path_and_title(notes: ContextGraph) -> None:
+    by_uri = notes.read("memory://v/ideas/Graph Theory.md")
+    assert by_uri.title == "Graphs" and by_uri.concepts == ("q", "x")
+    assert "[[Q]]" in by_uri.content
+    assert notes.read("ideas/Graph Theory.md").uri == by_uri.uri
+    assert notes.read("graphs").uri == by_uri.uri
+    assert notes.read("graph theory").uri == by_uri.uri
+    assert notes.read("Other").path == "other.md"
+
+
+def test_read_sets_last_accessed_and_boosts_relations(notes: ContextGraph) -> None:
+    before = {r.name: r.weighted_score for r in notes.build_context("Q").direct_relations}
+    assert before["x"] == before["y"]
+    note = notes.read("other.md", now="2026-11-29T00:00:00Z")
+    assert note.last_accessed is not None and note.last_accessed.startswith("2026-11-29")
+    after = {r.name: r.weighted_score for r in notes.build_context("Q").direct_relations}
+    assert after["y"] == 1.0 > after["x"]
+
+
+def test_a_read_never_moves_last_accessed_backwards(notes: ContextGraph) -> None:
+    notes.read("other.md", now="2026-11-29T00:00:00Z")
+    again = notes.read("other.md", now="2026-01-01T00:00:00Z")
+    assert again.last_accessed is not None and again.last_accessed.startswith("2026-11-29")
+
+
+def test_queries_never_write(notes: ContextGraph) -> None:
+    with db.read(notes.engine) as conn:
+        before = conn.execute(text("SELECT id, last_accessed FROM files ORDER BY id")).all()
+    notes.build_context("Q", include_content=True)
+    notes.search("Q")
+    notes.expand(["Q"])
+    notes.visualize("Q")
+    with db.read(notes.engine) as conn:
+        assert conn.execute(text("SELECT id, last_accessed FROM files ORDER BY id")).all() == before
+
+
+PAYLOADS = [
+    "../x.md",
+    "..\\x.md",
+    "ideas/../../x.md",
+    "/etc/passwd",
+    "C:\\Windows\\win.ini",
+    "~/secret.md",
+    "memory://v/../../etc/passwd",
+    "memory://v/%2e%2e/x.md",
+    "%2e%2e/x.md",
+    "..%2fx.md",
+    "%252e%252e/x.md",
+    "file:///etc/passwd",
+    "other.md\x00.txt",
+]
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_unsafe_identifiers_are_refused(notes: ContextGraph, payload: str) -> None:
+    with pytest.raises(UnsafePath):
+        notes.read(payload)
+
+
+def test_symlink_out_of_the_source_is_refused(
+    notes: ContextGraph, vault: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("secret [[S]] [[T]]")
+    notes.sync()
+    (vault / "inside.md").write_text("[[S]] [[T]]")
+    notes.sync()
+    (vault / "inside.md").unlink()
+    (vault / "inside.md").symlink_to(outside)
+    with pytest.raises(UnsafePath):
+        notes.read("inside.md")
+
+
+def test_database_files_are_never_served(tmp_path: Path, write: Writer) -> None:
+    vault = tmp_path / "v2"
+    write("a.md", "[[A]] [[B]]", root=vault)
+    graph = ContextGraph.open(vault / "graph.db")
+    graph.sync([vault])
+    for name in ("graph.db", "graph.db-wal", "graph.db-shm"):
+        with pytest.raises((UnsafePath, NotFound)):
+            graph.read(name)
+    graph.close()
+
+
+def test_unknown_and_ambiguous_identifiers(notes: ContextGraph, vault: Path, write: Writer) -> None:
+    with pytest.raises(NotFound):
+        notes.read("no such note")
+    write("sub/other.md", "[[Z]]")
+    notes.sync()
+    with pytest.raises(ContextGraphError, match="ambiguous"):
+        notes.read("other")
+
+
+def test_read_command(notes: ContextGraph, db_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(cli, ["--db", str(db_path), "read", "other.md", "--json"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["uri"] == "memory://v/other.md"
+    result = runner.invoke(cli, ["--db", str(db_path), "read", "../../etc/passwd"])
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert os.path.exists(db_path)

@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import Writer, snapshot
+
+from contextgraph import ContextGraph, InvalidArgument
+from contextgraph.cli import cli
+
+
+@pytest.fixture
+def searchable(store: ContextGraph, vault: Path, write: Writer) -> ContextGraph:
+    write("fresh.md", "# Replication\n\nPostgres streaming replication with [[WAL]].",
+          created="2026-11-25")
+    write("old.md", "# Old replication\n\nPostgres streaming replication, long ago.",
+          created="2020-01-01")
+    write("notes/other.md", "Machine learning pipelines and feature stores.", created="2026-11-25")
+    write("notes/deep/x.md", "Replication of feature stores.", created="2026-11-25")
+    store.sync([vault], name="v")
+    return store
+
+
+def test_words_are_anded_and_ranked_by_bm25_times_decay(searchable: ContextGraph) -> None:
+    result = searchable.search("postgres replication")
+    assert result.total == 2
+    assert [h.path for h in result.hits] == ["fresh.md", "old.md"]
+    assert result.hits[0].decay_weight == 1.0 > result.hits[1].decay_weight
+    assert "[replication]" in result.hits[0].snippet.lower()
+
+
+def test_quoted_phrases_match_as_phrases(searchable: ContextGraph) -> None:
+    assert searchable.search('"streaming replication"').total == 2
+    assert searchable.search('"replication streaming"').total == 0
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['NEAR(a b)', '"unclosed', "col:foo", "a* OR b", "-x", "^start", "(((", "AND", "'; DROP",
+     "\x00", "\ud800", "%", "_"],
+)
+def test_fts_operators_in_user_input_never_raise(searchable: ContextGraph, query: str) -> None:
+    result = searchable.search(query)
+    assert result.total >= 0
+
+
+def test_paging_and_total(searchable: ContextGraph) -> None:
+    first = searchable.search("replication", limit=2, page=1)
+    second = searchable.search("replication", limit=2, page=2)
+    assert first.total == second.total == 3
+    assert len(first.hits) == 2 and len(second.hits) == 1
+    assert not {h.uri for h in first.hits} & {h.uri for h in second.hits}
+
+
+def test_filter_by_source_and_folder(searchable: ContextGraph) -> None:
+    assert {h.path for h in searchable.search("feature", folder="notes").hits} == {
+        "notes/other.md", "notes/deep/x.md"}
+    assert [h.path for h in searchable.search("feature", folder="notes/deep").hits] == [
+        "notes/deep/x.md"]
+    assert searchable.search("feature", folder="%").total == 0
+    assert searchable.search("feature", source="nope").total == 0
+    assert searchable.search("feature", source="v").total == 2
+
+
+def test_bad_paging_arguments_are_errors(searchable: ContextGraph) -> None:
+    with pytest.raises(InvalidArgument):
+        searchable.search("x", limit=0)
+    with pytest.raises(InvalidArgument):
+        searchable.search("x", page=0)
+
+
+def test_index_follows_edits_renames_and_deletions(
+    searchable: ContextGraph, vault: Path, write: Writer
+) -> None:
+    write("fresh.md", "Entirely different words now.")
+    (vault / "old.md").rename(vault / "moved.md")
+    (vault / "notes" / "other.md").unlink()
+    searchable.sync()
+    assert {h.path for h in searchable.search("replication").hits} == {"moved.md", "notes/deep/x.md"}
+    assert searchable.search("entirely different").total == 1
+    assert searchable.search("machine learning").total == 0
+    fresh = ContextGraph.open(vault.parent / "fresh.db")
+    fresh.sync([vault], name="v")
+    assert snapshot(fresh)["fts"] == snapshot(searchable)["fts"]
+    fresh.close()
+
+
+def test_search_command_prints_json(searchable: ContextGraph, db_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["--db", str(db_path), "search", "replication", "--json"])
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert data["total"] == 3 and data["hits"][0]["uri"].startswith("memory://v/")
