@@ -214,9 +214,7 @@ class ContextGraph:
         path = self.database_path
         out["database"] = str(path) if path else str(self.engine.url)
         out["databaseBytes"] = sum(
-            p.stat().st_size
-            for p in ([path, Path(f"{path}-wal")] if path else [])
-            if p.exists()
+            p.stat().st_size for p in ([path, Path(f"{path}-wal")] if path else []) if p.exists()
         )
         out["schemaRevision"] = db.current_revision(self.engine)
         out["settings"] = self.settings.as_dict()

@@ -13,14 +13,14 @@ from typing import Any
 from sqlalchemy import Engine, delete, false, insert, select
 
 from contextgraph import db
-from contextgraph.codegraph import FileFacts, build_graph
-from contextgraph.models import Entity, File, Relation, Source
+from contextgraph.codegraph import CodeParseError, FileFacts, build_graph, parse_code
+from contextgraph.models import Entity, File, Relation, Source, table_of
 from contextgraph.sync import clear_stale
 
-T_FILES = File.__table__
-T_ENTITIES = Entity.__table__
-T_REL = Relation.__table__
-T_SOURCES = Source.__table__
+T_FILES = table_of(File)
+T_ENTITIES = table_of(Entity)
+T_REL = table_of(Relation)
+T_SOURCES = table_of(Source)
 
 
 def _entity_key(source_id: int, kind: str, key: str) -> str:
@@ -44,7 +44,14 @@ def rebuild_code_graph(engine: Engine, source_id: int) -> None:
         if kind == "config":
             configs[path] = text or ""
         elif facts_json is not None:
-            facts[path] = FileFacts.from_json(facts_json)
+            try:
+                facts[path] = FileFacts.from_json(facts_json)
+            except ValueError:
+                # Facts cached by another version of the parser: parse the stored text again.
+                try:
+                    facts[path] = parse_code(path, text or "")
+                except CodeParseError:
+                    continue
     graph = build_graph(facts, configs)
 
     with db.write(engine) as conn:

@@ -15,16 +15,16 @@ from sqlalchemy import Connection, and_, func, literal, select, union_all
 
 from contextgraph.decay import reference_sql, weight_sql
 from contextgraph.errors import InvalidArgument
-from contextgraph.models import ConceptRelation, Entity, File, Mention, Source
+from contextgraph.models import ConceptRelation, Entity, File, Mention, Source, table_of
 from contextgraph.preview import content_preview
 from contextgraph.settings import Settings
 from contextgraph.wikilinks import find_links, normalize
 
-T_ENTITIES = Entity.__table__
-T_CREL = ConceptRelation.__table__
-T_MENTIONS = Mention.__table__
-T_FILES = File.__table__
-T_SOURCES = Source.__table__
+T_ENTITIES = table_of(Entity)
+T_CREL = table_of(ConceptRelation)
+T_MENTIONS = table_of(Mention)
+T_FILES = table_of(File)
+T_SOURCES = table_of(Source)
 
 MAX_FILES_PER_RELATION = 3
 _WRAPPED = re.compile(r"^\s*!?\[\[.*\]\]\s*$", re.DOTALL)
@@ -111,7 +111,7 @@ class Context:
 
 
 def concept_key(name: str) -> str:
-    """Normalise a user-given concept: ``Machine Learning`` and ``[[Machine Learning|ML]]`` agree."""
+    """Normalise a concept as typed: ``Machine Learning`` and ``[[Machine Learning|ML]]`` agree."""
     if _WRAPPED.match(name):
         links = find_links(name.strip())
         if links:
@@ -195,9 +195,8 @@ def _cooccurrences(ids: list[int]) -> tuple[Any, Any, Any]:
     m1 = T_MENTIONS.alias("m1")
     m2 = T_MENTIONS.alias("m2")
     f = T_FILES.alias("f")
-    joined = (
-        m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1))
-        .join(m2, and_(m2.c.file_id == m1.c.file_id, m2.c.concept_id != m1.c.concept_id))
+    joined = m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1)).join(
+        m2, and_(m2.c.file_id == m1.c.file_id, m2.c.concept_id != m1.c.concept_id)
     )
     return joined, (m1, m2, f), m1.c.concept_id.in_(ids)
 
@@ -219,9 +218,7 @@ def _neighbours(
         .subquery()
     )
     rows = conn.execute(
-        select(agg.c.n, e.c.name, agg.c.co, agg.c.dw, e.c.community_id).join(
-            e, e.c.id == agg.c.n
-        )
+        select(agg.c.n, e.c.name, agg.c.co, agg.c.dw, e.c.community_id).join(e, e.c.id == agg.c.n)
     )
     return [_Neighbour(r.n, r.name, int(r.co), float(r.dw), r.community_id) for r in rows]
 
@@ -302,9 +299,7 @@ def _expand(
         if budget <= 0 or not frontier:
             break
         best: dict[int, tuple[int, str, int, float, str, int | None]] = {}
-        for via, n, name, co, dw, community in _frontier_edges(
-            conn, list(frontier), settings, now
-        ):
+        for via, n, name, co, dw, community in _frontier_edges(conn, list(frontier), settings, now):
             if n in seen:
                 continue
             via_name = frontier[via]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from sqlalchemy import ColumnElement, Float, case, cast, func, literal
+from sqlalchemy import ColumnElement, Float, FromClause, case, cast, func, literal
 
 from contextgraph.settings import Settings
 
@@ -35,19 +35,20 @@ def weight(reference: float, now: float, settings: Settings) -> float:
         return 1.0
     if settings.decay_model == "exponential":
         return float(0.5 ** ((age - grace) / settings.half_life_days))
-    return min(1.0, (age - grace) ** -0.5)
+    return min(1.0, float((age - grace) ** -0.5))
 
 
-def reference_sql(files: object) -> ColumnElement[float]:
+def reference_sql(files: FromClause) -> ColumnElement[float]:
     """SQL for a files row's reference time (``files`` is the table or an alias of it)."""
-    base = func.coalesce(files.c.created, files.c.modified)  # type: ignore[attr-defined]
-    return func.max(func.coalesce(files.c.last_accessed, base), base)  # type: ignore[attr-defined,no-any-return]
+    base = func.coalesce(files.c.created, files.c.modified)
+    return func.max(func.coalesce(files.c.last_accessed, base), base)
 
 
-def weight_sql(files: object, now: float, settings: Settings) -> ColumnElement[float]:
+def weight_sql(files: FromClause, now: float, settings: Settings) -> ColumnElement[float]:
     """SQL computing :func:`weight` for each row of ``files``; same numbers as the Python one."""
     age = func.floor((literal(now, Float) - reference_sql(files)) / SECONDS_PER_DAY)
     grace = literal(settings.grace_days, Float)
+    decayed: ColumnElement[float]
     if settings.decay_model == "exponential":
         decayed = func.pow(0.5, (age - grace) / literal(settings.half_life_days, Float))
     else:

@@ -24,13 +24,13 @@ from typing import Any
 from sqlalchemy import Connection, and_, literal, or_, select, union_all
 
 from contextgraph.errors import InvalidArgument
-from contextgraph.models import ConceptRelation, Entity, Relation
+from contextgraph.models import ConceptRelation, Entity, Relation, table_of
 from contextgraph.settings import Settings
 from contextgraph.wikilinks import normalize
 
-T_ENTITIES = Entity.__table__
-T_REL = Relation.__table__
-T_CREL = ConceptRelation.__table__
+T_ENTITIES = table_of(Entity)
+T_REL = table_of(Relation)
+T_CREL = table_of(ConceptRelation)
 
 MAX_SEEDS = 100
 MAX_DEPTH = 5
@@ -39,15 +39,17 @@ MAX_NODES = 500
 # The reference design's English stopword list (NLTK's, which it used), extendable with the
 # `expand_stopwords` setting.
 STOPWORDS = frozenset(
-    """i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
-    she her hers herself it its itself they them their theirs themselves what which who whom this
-    that these those am is are was were be been being have has had having do does did doing a an
-    the and but if or because as until while of at by for with about against between into through
-    during before after above below to from up down in out on off over under again further then
-    once here there when where why how all any both each few more most other some such no nor not
-    only own same so than too very s t can will just don should now d ll m o re ve y ain aren
-    couldn didn doesn hadn hasn haven isn ma mightn mustn needn shan shouldn wasn weren won
-    wouldn""".split()
+    """
+    i me my myself we our ours ourselves you your yours yourself yourselves he him his
+    himself she her hers herself it its itself they them their theirs themselves what
+    which who whom this that these those am is are was were be been being have has had
+    having do does did doing a an the and but if or because as until while of at by for
+    with about against between into through during before after above below to from up
+    down in out on off over under again further then once here there when where why how
+    all any both each few more most other some such no nor not only own same so than too
+    very s t can will just don should now d ll m o re ve y ain aren couldn didn doesn
+    hadn hasn haven isn ma mightn mustn needn shan shouldn wasn weren won wouldn
+    """.split()  # noqa: SIM905 - a word list reads best as prose
 )
 
 
@@ -139,8 +141,10 @@ def _is_stem_match(path: str, seed: str) -> bool:
         return True
     name = path.rsplit("/", 1)[-1]
     stem = name.split(".", 1)[0] if "." in name else name
-    return stem == seed or path.rsplit(".", 1)[0] == seed or path.rsplit(".", 1)[0].endswith(
-        "/" + seed
+    return (
+        stem == seed
+        or path.rsplit(".", 1)[0] == seed
+        or path.rsplit(".", 1)[0].endswith("/" + seed)
     )
 
 

@@ -24,7 +24,7 @@ class Job:
 
 @dataclass(frozen=True)
 class Prepared:
-    """What :func:`prepare` found. ``status``: ``new`` (content to apply), ``same`` or ``failed``."""
+    """What :func:`prepare` found: ``status`` is ``new`` (to apply), ``same`` or ``failed``."""
 
     path: str
     kind: str
@@ -48,9 +48,7 @@ def prepare(job: Job) -> Prepared:
         with open(job.abspath, "rb") as handle:
             st = os.fstat(handle.fileno())
             if st.st_size > job.max_bytes:
-                return Prepared(
-                    job.path, job.kind, "failed", f"larger than {job.max_bytes} bytes"
-                )
+                return Prepared(job.path, job.kind, "failed", f"larger than {job.max_bytes} bytes")
             data = handle.read(job.max_bytes + 1)
     except FileNotFoundError:
         return Prepared(job.path, job.kind, "failed", "vanished during the scan")
@@ -113,5 +111,10 @@ def _prepare_code(job: Job, text: str, warnings: list[str], common: dict[str, ob
         facts = None
         warnings.append("does not parse: nested too deeply")
     return Prepared(
-        job.path, job.kind, "new", facts=facts, warnings=tuple(warnings), **common  # type: ignore[arg-type]
+        job.path,
+        job.kind,
+        "new",
+        facts=facts,
+        warnings=tuple(warnings),
+        **common,  # type: ignore[arg-type]
     )

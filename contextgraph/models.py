@@ -10,6 +10,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -172,3 +173,10 @@ class Meta(Base):
     __tablename__ = "meta"
     key: Mapped[str] = mapped_column(String, primary_key=True)
     value: Mapped[str] = mapped_column(String)
+
+
+def table_of(model: type[Base]) -> Table:
+    """The Core ``Table`` of a model, typed as such (``__table__`` is typed as a FromClause)."""
+    table = model.__table__
+    assert isinstance(table, Table)
+    return table

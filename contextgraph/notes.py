@@ -22,12 +22,12 @@ from sqlalchemy import Connection, Engine, func, or_, select, update
 
 from contextgraph import db
 from contextgraph.errors import InvalidArgument, NotFound, UnsafePath
-from contextgraph.models import Entity, File, Mention, Source
+from contextgraph.models import Entity, File, Mention, Source, table_of
 
-T_FILES = File.__table__
-T_SOURCES = Source.__table__
-T_MENTIONS = Mention.__table__
-T_ENTITIES = Entity.__table__
+T_FILES = table_of(File)
+T_SOURCES = table_of(Source)
+T_MENTIONS = table_of(Mention)
+T_ENTITIES = table_of(Entity)
 
 URI_PREFIX = "memory://"
 MAX_IDENTIFIER = 4096
@@ -192,7 +192,11 @@ def _read_inside(root: Path, rel: str, database: Path | None) -> str:
         raise UnsafePath("the file leads outside its source (symlink)")
     if database is not None:
         db_real = os.path.realpath(database)
-        if target == db_real or target.startswith(db_real + "-") or target.startswith(db_real + "."):
+        if (
+            target == db_real
+            or target.startswith(db_real + "-")
+            or target.startswith(db_real + ".")
+        ):
             raise UnsafePath("the database files are never served")
     try:
         with open(target, "rb") as handle:

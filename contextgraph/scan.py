@@ -78,7 +78,9 @@ def scan(root: Path, *, exclude: Iterable[Path] = ()) -> ScanResult:
             try:
                 rel.encode("utf-8")
             except UnicodeEncodeError:
-                result.problems.append((rel.encode("utf-8", "replace").decode(), "file name is not valid UTF-8"))
+                result.problems.append(
+                    (rel.encode("utf-8", "replace").decode(), "file name is not valid UTF-8")
+                )
                 continue
             try:
                 is_link = entry.is_symlink()

@@ -9,19 +9,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, column, func, literal, literal_column, select, table
+from sqlalchemy import (
+    ColumnClause,
+    ColumnElement,
+    Connection,
+    column,
+    func,
+    literal,
+    literal_column,
+    select,
+    table,
+)
 
 from contextgraph.decay import weight_sql
 from contextgraph.errors import InvalidArgument
 from contextgraph.ftsquery import build_match
-from contextgraph.models import File, Source
+from contextgraph.models import File, Source, table_of
 from contextgraph.notes import check_relative
 from contextgraph.settings import Settings
 
-T_FILES = File.__table__
-T_SOURCES = Source.__table__
+T_FILES = table_of(File)
+T_SOURCES = table_of(Source)
 FTS = table("files_fts", column("rowid"))
-_FTS_NAME = literal_column("files_fts")
+_FTS_NAME: ColumnClause[Any] = literal_column("files_fts")
 MAX_LIMIT = 100
 MAX_QUERY = 2000
 
@@ -95,7 +105,7 @@ def search(
         return SearchResult(query, 0, page, limit, ())
     f = T_FILES.alias("f")
     s = T_SOURCES.alias("s")
-    conditions = [_FTS_NAME.op("MATCH")(literal(match))]
+    conditions: list[ColumnElement[bool]] = [_FTS_NAME.op("MATCH")(literal(match))]
     if source is not None:
         conditions.append(s.c.name == source)
     if folder is not None and folder.strip("/ "):

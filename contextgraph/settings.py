@@ -1,8 +1,9 @@
 """Every tunable default, read from the call, then the CLI, then the environment, then the default.
 
-An environment variable is ``CONTEXTGRAPH_<FIELD NAME IN UPPER CASE>``. The three community sibling
-thresholds are also read from the names the reference design used (``MAENIFOLD_COMMUNITY_MIN_SHARED``,
-``..._MIN_OVERLAP``, ``..._MAX_SIBLINGS``); the ``CONTEXTGRAPH_`` name wins when both are set.
+An environment variable is ``CONTEXTGRAPH_<FIELD NAME IN UPPER CASE>``. The three community
+sibling thresholds are also read from the names the reference design used
+(``MAENIFOLD_COMMUNITY_MIN_SHARED``, ``..._MIN_OVERLAP``, ``..._MAX_SIBLINGS``); the
+``CONTEXTGRAPH_`` name wins when both are set.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ from sqlalchemy import Connection, Engine, insert, select
 
 from contextgraph import db
 from contextgraph.errors import InvalidArgument, NotFound, SourceError
-from contextgraph.models import Source
+from contextgraph.models import Source, table_of
 
-T_SOURCES = Source.__table__
+T_SOURCES = table_of(Source)
 
 _NAME_RE = re.compile(r"^[^/\\\x00-\x1f]{1,200}$")
 

@@ -7,25 +7,31 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, text
 
-from contextgraph.models import CommunityRun, ConceptRelation, Entity, File, Relation, Source
+from contextgraph.models import (
+    CommunityRun,
+    ConceptRelation,
+    Entity,
+    File,
+    Relation,
+    Source,
+    table_of,
+)
 
-T_FILES = File.__table__
-T_ENTITIES = Entity.__table__
-T_CREL = ConceptRelation.__table__
-T_REL = Relation.__table__
-T_SOURCES = Source.__table__
-T_RUNS = CommunityRun.__table__
+T_FILES = table_of(File)
+T_ENTITIES = table_of(Entity)
+T_CREL = table_of(ConceptRelation)
+T_REL = table_of(Relation)
+T_SOURCES = table_of(Source)
+T_RUNS = table_of(CommunityRun)
 
 
 def counts(conn: Connection) -> dict[str, Any]:
     """Count sources, files by kind, entities by kind, relations and communities."""
-    files = dict(
-        conn.execute(select(T_FILES.c.kind, func.count()).group_by(T_FILES.c.kind)).all()
-    )
-    entities = dict(
+    files: dict[str, int] = dict(conn.execute(select(T_FILES.c.kind, func.count()).group_by(T_FILES.c.kind)).all())
+    entities: dict[str, int] = dict(
         conn.execute(select(T_ENTITIES.c.kind, func.count()).group_by(T_ENTITIES.c.kind)).all()
     )
-    code_relations = dict(
+    code_relations: dict[str, int] = dict(
         conn.execute(select(T_REL.c.type, func.count()).group_by(T_REL.c.type)).all()
     )
     run = conn.execute(
@@ -116,9 +122,7 @@ def doctor(conn: Connection) -> DoctorReport:
     if report.orphan_concepts:
         report.problems.append(f"{report.orphan_concepts} concepts have no mentions")
     stale_fts = conn.execute(
-        text(
-            "SELECT (SELECT count(*) FROM files_fts_docsize) - (SELECT count(*) FROM files)"
-        )
+        text("SELECT (SELECT count(*) FROM files_fts_docsize) - (SELECT count(*) FROM files)")
     ).scalar_one()
     if stale_fts:
         report.fts = f"{stale_fts} index rows differ from the files"

@@ -41,17 +41,17 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from contextgraph import db
 from contextgraph.errors import SyncInProgress
 from contextgraph.ingest import Job, Prepared, prepare
-from contextgraph.models import ConceptRelation, Entity, File, Mention, Meta, Relation
+from contextgraph.models import ConceptRelation, Entity, File, Mention, Meta, Relation, table_of
 from contextgraph.scan import ScannedFile, scan
 from contextgraph.settings import Settings
 from contextgraph.sources import SourceInfo, list_sources
 
-T_FILES = File.__table__
-T_ENTITIES = Entity.__table__
-T_MENTIONS = Mention.__table__
-T_CREL = ConceptRelation.__table__
-T_REL = Relation.__table__
-T_META = Meta.__table__
+T_FILES = table_of(File)
+T_ENTITIES = table_of(Entity)
+T_MENTIONS = table_of(Mention)
+T_CREL = table_of(ConceptRelation)
+T_REL = table_of(Relation)
+T_META = table_of(Meta)
 
 CHUNK = 500  # ids per IN (...) list; far below SQLite's bound-parameter limit
 POOL_THRESHOLD = 400  # files to extract before a process pool pays for its start-up
@@ -131,6 +131,16 @@ class _Op:
     path: str
     prepared: Prepared | None = None
     old: _Existing | None = None
+
+    @property
+    def new(self) -> Prepared:
+        assert self.prepared is not None, self.action
+        return self.prepared
+
+    @property
+    def old_id(self) -> int:
+        assert self.old is not None, self.action
+        return self.old.id
 
 
 _thread_lock = threading.Lock()
@@ -264,9 +274,7 @@ def _sync_source(
 
     t = time.perf_counter()
     pending: list[_Op] = []
-    done = 0
-    for prepared in _prepare_all(jobs, settings):
-        done += 1
+    for done, prepared in enumerate(_prepare_all(jobs, settings), start=1):
         op = _classify(prepared, existing.get(prepared.path), by_hash, gone, source, report)
         if len(prepared.concepts) > settings.max_concepts_per_file:
             report.warnings.append(
@@ -364,8 +372,17 @@ def _sql(stmt: Any) -> str:
 
 
 _FILE_COLUMNS = (
-    "size", "mtime_ns", "hash", "title", "created", "modified", "text", "facts",
-    "concept_count", "pairs", "warning",
+    "size",
+    "mtime_ns",
+    "hash",
+    "title",
+    "created",
+    "modified",
+    "text",
+    "facts",
+    "concept_count",
+    "pairs",
+    "warning",
 )
 SQL_STAT = _sql(
     update(T_FILES)
@@ -394,7 +411,9 @@ SQL_INSERT_FILE = _sql(
 )
 SQL_INSERT_CONCEPT = _sql(
     sqlite_insert(T_ENTITIES)
-    .values(kind=bindparam("kind"), key=bindparam("k"), name=bindparam("k"), name_lower=bindparam("k"))
+    .values(
+        kind=bindparam("kind"), key=bindparam("k"), name=bindparam("k"), name_lower=bindparam("k")
+    )
     .on_conflict_do_nothing(index_elements=["kind", "key"])
 )
 SQL_INSERT_MENTION = _sql(
@@ -402,7 +421,9 @@ SQL_INSERT_MENTION = _sql(
         file_id=bindparam("f"), concept_id=bindparam("c"), count=bindparam("n")
     )
 )
-_upsert = sqlite_insert(T_CREL).values(a_id=bindparam("a"), b_id=bindparam("b"), count=bindparam("n"))
+_upsert = sqlite_insert(T_CREL).values(
+    a_id=bindparam("a"), b_id=bindparam("b"), count=bindparam("n")
+)
 SQL_ADD_PAIR = _sql(
     _upsert.on_conflict_do_update(
         index_elements=["a_id", "b_id"], set_={"count": T_CREL.c.count + _upsert.excluded.count}
@@ -441,8 +462,12 @@ def _apply(
         conn.exec_driver_sql(
             SQL_STAT,
             [
-                {"id_": op.old.id, "size": op.prepared.size, "mtime_ns": op.prepared.mtime_ns,
-                 "modified": op.prepared.mtime_ns / 1e9}
+                {
+                    "id_": op.old.id,
+                    "size": op.prepared.size,
+                    "mtime_ns": op.prepared.mtime_ns,
+                    "modified": op.prepared.mtime_ns / 1e9,
+                }
                 for op in by_action["stat"]
                 if op.old is not None and op.prepared is not None
             ],
@@ -451,8 +476,13 @@ def _apply(
         conn.exec_driver_sql(
             SQL_RENAME,
             [
-                {"id_": op.old.id, "path": op.path, "size": op.prepared.size,
-                 "mtime_ns": op.prepared.mtime_ns, "modified": op.prepared.mtime_ns / 1e9}
+                {
+                    "id_": op.old.id,
+                    "path": op.path,
+                    "size": op.prepared.size,
+                    "mtime_ns": op.prepared.mtime_ns,
+                    "modified": op.prepared.mtime_ns / 1e9,
+                }
                 for op in by_action["rename"]
                 if op.old is not None and op.prepared is not None
             ],
@@ -478,16 +508,20 @@ def _apply(
     if updates:
         conn.exec_driver_sql(
             SQL_UPDATE_FILE,
-            [{"id_": op.old.id, **_file_values(op.prepared, settings)}  # type: ignore[union-attr,arg-type]
-             for op in updates],
+            [{"id_": op.old_id, **_file_values(op.new, settings)} for op in updates],
         )
     new_ids: dict[str, int] = {}
     if inserts:
         conn.exec_driver_sql(
             SQL_INSERT_FILE,
             [
-                {"source_id": source.id, "path": op.path, "kind": op.prepared.kind,  # type: ignore[union-attr]
-                 "last_accessed": None, **_file_values(op.prepared, settings)}  # type: ignore[arg-type]
+                {
+                    "source_id": source.id,
+                    "path": op.path,
+                    "kind": op.new.kind,
+                    "last_accessed": None,
+                    **_file_values(op.new, settings),
+                }
                 for op in inserts
             ],
         )
@@ -655,7 +689,7 @@ def _count(engine: Engine, report: SyncReport) -> None:
         if report.communities is None:
             from contextgraph.models import CommunityRun
 
-            t = CommunityRun.__table__
+            t = table_of(CommunityRun)
             row = conn.execute(
                 select(t.c.community_count, t.c.modularity).order_by(t.c.id.desc()).limit(1)
             ).first()

@@ -7,10 +7,10 @@ from sqlalchemy import Connection, select, union_all
 from contextgraph.context import concept_key
 from contextgraph.errors import InvalidArgument
 from contextgraph.mermaid import MAX_EDGES, MermaidEdge, MermaidNode, render_flowchart
-from contextgraph.models import ConceptRelation, Entity
+from contextgraph.models import ConceptRelation, Entity, table_of
 
-T_ENTITIES = Entity.__table__
-T_CREL = ConceptRelation.__table__
+T_ENTITIES = table_of(Entity)
+T_CREL = table_of(ConceptRelation)
 
 
 def visualize(conn: Connection, concept: str, *, depth: int = 2, max_nodes: int = 30) -> str:

@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-WORDS = (
-    "alpha beta gamma delta graph vector index query cache store model layer token stream "
-    "batch shard replica commit merge branch schema table column row page block node edge "
-    "cluster signal trace metric span event queue topic worker scheduler kernel thread"
-).split()
+WORDS = """
+    alpha beta gamma delta graph vector index query cache store model layer token stream
+    batch shard replica commit merge branch schema table column row page block node edge
+    cluster signal trace metric span event queue topic worker scheduler kernel thread
+    """.split()  # noqa: SIM905 - a word list reads best as prose
 
 
 def generate_vault(root: Path, notes: int, seed: int = 7) -> None:
@@ -38,9 +38,7 @@ def generate_vault(root: Path, notes: int, seed: int = 7) -> None:
     concepts = [f"{rng.choice(WORDS).title()} {rng.choice(WORDS)} {i}" for i in range(vocabulary)]
     # Zipf-like popularity: concept i is picked with weight 1 / (i + 1) ** 0.9.
     weights = [1.0 / (i + 1) ** 0.9 for i in range(vocabulary)]
-    folders = [
-        "/".join(rng.choice(WORDS) for _ in range(rng.randint(0, 3))) for _ in range(60)
-    ]
+    folders = ["/".join(rng.choice(WORDS) for _ in range(rng.randint(0, 3))) for _ in range(60)]
     start = time.mktime((2023, 1, 1, 0, 0, 0, 0, 0, 0))
     for n in range(notes):
         folder = folders[n % len(folders)]
@@ -165,9 +163,8 @@ def main() -> None:
             "communities": report.get("communities"),
             "modularity": report.get("modularity"),
             "sync_phases_s": report.get("seconds"),
-            "db_bytes": db_file.stat().st_size + (
-                Path(f"{db_file}-wal").stat().st_size if Path(f"{db_file}-wal").exists() else 0
-            ),
+            "db_bytes": db_file.stat().st_size
+            + (Path(f"{db_file}-wal").stat().st_size if Path(f"{db_file}-wal").exists() else 0),
         }
     )
 

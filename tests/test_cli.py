@@ -21,7 +21,9 @@ def invoke(runner: CliRunner, db: Path, *args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def test_sync_then_context_json(runner: CliRunner, db_path: Path, vault: Path, write: Writer) -> None:
+def test_sync_then_context_json(
+    runner: CliRunner, db_path: Path, vault: Path, write: Writer
+) -> None:
     write("a.md", "[[Alpha]] and [[Beta]]", created="2026-11-20")
     code, out, _ = invoke(runner, db_path, "sync", str(vault), "--json")
     assert code == 0
@@ -72,7 +74,9 @@ def test_sync_without_sources_explains_what_to_do(runner: CliRunner, db_path: Pa
     assert "no sources registered" in err
 
 
-def test_sync_of_a_missing_folder_is_an_error(runner: CliRunner, db_path: Path, tmp_path: Path) -> None:
+def test_sync_of_a_missing_folder_is_an_error(
+    runner: CliRunner, db_path: Path, tmp_path: Path
+) -> None:
     code, _, err = invoke(runner, db_path, "sync", str(tmp_path / "nope"))
     assert code in (1, 2)
     assert "Traceback" not in err
@@ -103,7 +107,9 @@ def test_no_wait_exits_1_while_a_sync_runs(
     assert "sync is already running" in err
 
 
-def test_stats_doctor_and_db_commands(runner: CliRunner, db_path: Path, vault: Path, write: Writer) -> None:
+def test_stats_doctor_and_db_commands(
+    runner: CliRunner, db_path: Path, vault: Path, write: Writer
+) -> None:
     write("a.md", "[[Alpha]] [[Beta]] [[Gamma]]")
     invoke(runner, db_path, "sync", str(vault))
     code, out, _ = invoke(runner, db_path, "stats", "--json")
@@ -126,7 +132,7 @@ def test_stats_shows_settings_from_the_environment(
 ) -> None:
     monkeypatch.setenv("CONTEXTGRAPH_GRACE_DAYS", "7")
     monkeypatch.setenv("MAENIFOLD_COMMUNITY_MIN_SHARED", "5")
-    code, out, _ = invoke(runner, db_path, "stats", "--json")
+    _, out, _ = invoke(runner, db_path, "stats", "--json")
     settings = json.loads(out)["settings"]
     assert settings["grace_days"] == 7.0 and settings["community_min_shared"] == 5
 

@@ -494,3 +494,13 @@ def test_unexported_lookup_falls_back_to_unique_name_when_module_resolves() -> N
         ("c.js::f", "b.js::tool2"): 0.5,
         ("a.js", "b.js::tool2"): 0.5,  # the module-level `module.exports = {...}`
     }
+
+
+def test_type_annotated_javascript_is_parsed_with_the_tsx_grammar() -> None:
+    src = "".join(
+        f"function f{i}(a: number, b: Array<string>): Map<string, number> {{ return g(a); }}\n"
+        for i in range(5)
+    )
+    f = parse_code("flow.js", "// @flow\n" + src)
+    assert [s.qualname for s in f.symbols] == [f"f{i}" for i in range(5)]
+    assert f.language == "javascript"

@@ -495,3 +495,17 @@ def test_legacy_encoded_text_with_replacement_chars_in_comments_parses() -> None
     bad = "\ufffd" * 5
     text = f"# coding: iso-8859-5\n# {bad}\nu = '{bad}'\n"
     assert parse_code("nonascii.py", text).module_names == ("u",)
+
+
+def test_star_import_skips_private_names() -> None:
+    g = graph_of(
+        {
+            "a.py": "def _hidden():\n    pass\n\ndef shown():\n    pass\n",
+            "b.py": "from a import *\n\ndef f():\n    return _hidden(), shown()\n",
+        }
+    )
+    # _hidden is not bound by the star import; it is still the only symbol of that name
+    assert edges(g, "references") == {
+        ("b.py::f", "a.py::shown"): 1.0,
+        ("b.py::f", "a.py::_hidden"): 0.5,
+    }

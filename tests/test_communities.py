@@ -38,14 +38,14 @@ from contextgraph.communities import (
     recompute,
 )
 from contextgraph.errors import InvalidArgument
-from contextgraph.models import Community, CommunityRun, ConceptRelation, Entity, Meta
+from contextgraph.models import Community, CommunityRun, ConceptRelation, Entity, Meta, table_of
 from contextgraph.settings import Settings
 
-T_ENTITIES = Entity.__table__
-T_CREL = ConceptRelation.__table__
-T_META = Meta.__table__
-T_COMMUNITIES = Community.__table__
-T_RUNS = CommunityRun.__table__
+T_ENTITIES = table_of(Entity)
+T_CREL = table_of(ConceptRelation)
+T_META = table_of(Meta)
+T_COMMUNITIES = table_of(Community)
+T_RUNS = table_of(CommunityRun)
 
 REPO = Path(communities.__file__).resolve().parents[1]
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -27,7 +27,9 @@ def test_real_vault_syncs_consistently_and_resyncs_as_a_no_op(name: str, tmp_pat
     assert (again.added, again.updated, again.deleted) == (0, 0, 0)
     top = graph.build_context(_busiest_concept(graph), include_content=True)
     assert top.direct_relations
-    assert all(len(p) <= 240 for r in top.direct_relations for p in (r.content_preview or {}).values())
+    assert all(
+        len(p) <= 240 for r in top.direct_relations for p in (r.content_preview or {}).values()
+    )
     graph.close()
 
 

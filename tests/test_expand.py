@@ -12,7 +12,7 @@ from sqlalchemy import insert, select
 
 from contextgraph import ContextGraph, InvalidArgument, Settings, db
 from contextgraph.cli import cli
-from contextgraph.models import Entity, File, Relation, Source
+from contextgraph.models import Entity, File, Relation, Source, table_of
 
 
 def build(graph: ContextGraph, edges: list[tuple[str, str, float]], kind: str = "symbol") -> None:
@@ -20,25 +20,36 @@ def build(graph: ContextGraph, edges: list[tuple[str, str, float]], kind: str = 
     names = sorted({n for a, b, _ in edges for n in (a, b)})
     with db.write(graph.engine) as conn:
         sid = conn.execute(
-            insert(Source.__table__).values(name="t", root="/nonexistent", created_at=0.0)
+            insert(table_of(Source)).values(name="t", root="/nonexistent", created_at=0.0)
         ).inserted_primary_key[0]  # type: ignore[index]
         fid = conn.execute(
-            insert(File.__table__).values(
-                source_id=sid, path="m.py", kind="code", size=0, mtime_ns=0, hash="x",
-                modified=0.0, concept_count=0, pairs=1,
+            insert(table_of(File)).values(
+                source_id=sid,
+                path="m.py",
+                kind="code",
+                size=0,
+                mtime_ns=0,
+                hash="x",
+                modified=0.0,
+                concept_count=0,
+                pairs=1,
             )
         ).inserted_primary_key[0]  # type: ignore[index]
         for n in names:
             conn.execute(
-                insert(Entity.__table__).values(
-                    kind=kind, key=f"t:m.py::{n}", name=n, name_lower=n.lower(), file_id=fid,
+                insert(table_of(Entity)).values(
+                    kind=kind,
+                    key=f"t:m.py::{n}",
+                    name=n,
+                    name_lower=n.lower(),
+                    file_id=fid,
                     path="m.py",
                 )
             )
-        ids = dict(conn.execute(select(Entity.__table__.c.name, Entity.__table__.c.id)).all())
+        ids = dict(conn.execute(select(table_of(Entity).c.name, table_of(Entity).c.id)).all())
         for a, b, w in edges:
             conn.execute(
-                insert(Relation.__table__).values(
+                insert(table_of(Relation)).values(
                     src_id=ids[a], dst_id=ids[b], type="references", weight=w, file_id=fid
                 )
             )
@@ -86,12 +97,15 @@ def test_hub_count_is_over_distinct_neighbours_not_rows(store: ContextGraph) -> 
     edges = [("Seed", "Hub0", 1.0)] + [("Hub0", f"Leaf{i:02d}", 1.0) for i in range(20)]
     build(store, edges)
     with db.write(store.engine) as conn:
-        rows = conn.execute(select(Relation.__table__)).all()
+        rows = conn.execute(select(table_of(Relation))).all()
         for r in rows:
             if r.src_id != r.dst_id:
                 conn.execute(
-                    insert(Relation.__table__).values(
-                        src_id=r.dst_id, dst_id=r.src_id, type="imports", weight=1.0,
+                    insert(table_of(Relation)).values(
+                        src_id=r.dst_id,
+                        dst_id=r.src_id,
+                        type="imports",
+                        weight=1.0,
                         file_id=r.file_id,
                     )
                 )
@@ -184,5 +198,11 @@ def test_authentication_service_pulls_in_token_validator_through_the_cli(db_path
     hit = next(r for r in data["results"] if r["entity"] == "TokenValidator")
     assert hit["kind"] == "symbol" and hit["depth"] == 1 and hit["path"] == "auth/tokens.py"
     assert set(data["results"][0]) == {
-        "entity", "kind", "relationshipType", "depth", "score", "via", "path",
+        "entity",
+        "kind",
+        "relationshipType",
+        "depth",
+        "score",
+        "via",
+        "path",
     }

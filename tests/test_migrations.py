@@ -32,7 +32,9 @@ EXPECTED_TABLES = {
 def test_blank_database_migrates_to_exactly_the_expected_tables(db_path: Path) -> None:
     graph = ContextGraph.open(db_path)
     with db.read(graph.engine) as conn:
-        tables = {r[0] for r in conn.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))}
+        tables = {
+            r[0] for r in conn.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))
+        }
     assert tables == EXPECTED_TABLES
     graph.close()
 
@@ -44,8 +46,8 @@ def test_models_match_the_migrations(db_path: Path) -> None:
             conn,
             opts={
                 "compare_type": True,
-                "include_name": lambda name, type_, parent: not (
-                    type_ == "table" and name is not None and name.startswith("files_fts")
+                "include_name": lambda name, type_, parent: (
+                    not (type_ == "table" and name is not None and name.startswith("files_fts"))
                 ),
             },
         )

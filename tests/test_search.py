@@ -13,10 +13,16 @@ from contextgraph.cli import cli
 
 @pytest.fixture
 def searchable(store: ContextGraph, vault: Path, write: Writer) -> ContextGraph:
-    write("fresh.md", "# Replication\n\nPostgres streaming replication with [[WAL]].",
-          created="2026-11-25")
-    write("old.md", "# Old replication\n\nPostgres streaming replication, long ago.",
-          created="2020-01-01")
+    write(
+        "fresh.md",
+        "# Replication\n\nPostgres streaming replication with [[WAL]].",
+        created="2026-11-25",
+    )
+    write(
+        "old.md",
+        "# Old replication\n\nPostgres streaming replication, long ago.",
+        created="2020-01-01",
+    )
     write("notes/other.md", "Machine learning pipelines and feature stores.", created="2026-11-25")
     write("notes/deep/x.md", "Replication of feature stores.", created="2026-11-25")
     store.sync([vault], name="v")
@@ -38,8 +44,21 @@ def test_quoted_phrases_match_as_phrases(searchable: ContextGraph) -> None:
 
 @pytest.mark.parametrize(
     "query",
-    ['NEAR(a b)', '"unclosed', "col:foo", "a* OR b", "-x", "^start", "(((", "AND", "'; DROP",
-     "\x00", "\ud800", "%", "_"],
+    [
+        "NEAR(a b)",
+        '"unclosed',
+        "col:foo",
+        "a* OR b",
+        "-x",
+        "^start",
+        "(((",
+        "AND",
+        "'; DROP",
+        "\x00",
+        "\ud800",
+        "%",
+        "_",
+    ],
 )
 def test_fts_operators_in_user_input_never_raise(searchable: ContextGraph, query: str) -> None:
     result = searchable.search(query)
@@ -56,9 +75,12 @@ def test_paging_and_total(searchable: ContextGraph) -> None:
 
 def test_filter_by_source_and_folder(searchable: ContextGraph) -> None:
     assert {h.path for h in searchable.search("feature", folder="notes").hits} == {
-        "notes/other.md", "notes/deep/x.md"}
+        "notes/other.md",
+        "notes/deep/x.md",
+    }
     assert [h.path for h in searchable.search("feature", folder="notes/deep").hits] == [
-        "notes/deep/x.md"]
+        "notes/deep/x.md"
+    ]
     assert searchable.search("feature", folder="%").total == 0
     assert searchable.search("feature", source="nope").total == 0
     assert searchable.search("feature", source="v").total == 2
@@ -78,7 +100,10 @@ def test_index_follows_edits_renames_and_deletions(
     (vault / "old.md").rename(vault / "moved.md")
     (vault / "notes" / "other.md").unlink()
     searchable.sync()
-    assert {h.path for h in searchable.search("replication").hits} == {"moved.md", "notes/deep/x.md"}
+    assert {h.path for h in searchable.search("replication").hits} == {
+        "moved.md",
+        "notes/deep/x.md",
+    }
     assert searchable.search("entirely different").total == 1
     assert searchable.search("machine learning").total == 0
     fresh = ContextGraph.open(vault.parent / "fresh.db")

@@ -30,7 +30,13 @@ facts produced it, which is always the file of ``src``):
   under ``if __name__ == "__main__":``, ``app = create_app()``), with the same weights, except
   to the file's own symbols (``defines`` already links those).
 
+Name binding details: a name bound by several imports (``try: import x`` / ``except: import
+y as x``) takes the first that resolves to something of the source; Python star imports bind
+the public (not ``_private``) names of the module and ignore ``__all__``; JS ``export * from``
+never re-exports ``default``. Import cycles and re-export cycles resolve to nothing.
+
 Entities are ordered files, symbols, packages (each by key); relations by (src, dst, type).
+The result depends only on the contents of ``files`` and ``configs``, not on their order.
 """
 
 from __future__ import annotations
@@ -187,6 +193,8 @@ class _Builder:
         return self._from_stars(path, name)
 
     def _from_stars(self, path: str, name: str) -> Target | None:
+        if name.startswith("_") and self.facts[path].language == "python":
+            return None  # `from m import *` skips private names
         for star in self.stars[path]:
             mod = self.module(path, star.module, star.level)
             if mod is not None and mod[0] != "ext":

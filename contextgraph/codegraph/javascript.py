@@ -22,7 +22,9 @@ TS ``import x = require('x')``.
 
 Parse failures: tree-sitter always recovers, so a file is rejected when its root is an ERROR
 node or when ERROR nodes directly under the root cover more than 10% of its bytes; smaller
-errors are tolerated and the ERROR subtrees are ignored.
+errors are tolerated and the ERROR subtrees are ignored. A ``.js``-family file that fails so
+is parsed again with the TSX grammar (type-annotated JavaScript such as Flow) and kept if that
+succeeds. Text with NUL bytes, or with more than 10% undecodable bytes (U+FFFD), is binary.
 """
 
 from __future__ import annotations
@@ -134,26 +136,31 @@ def parse_javascript(path: str, text: str, ext: str) -> FileFacts:
     check_text(text)
     src = text.encode("utf-8", "surrogatepass")
     root = _parser(ext).parse(src).root_node
-    if root.has_error:
-        _check_errors(root, src, ext)
+    reason = _error_reason(root, src, ext)
+    if reason and _GRAMMARS[ext][0] == "javascript":
+        # Type-annotated JavaScript (Flow, JSDoc-less TS habits): retry with the TSX grammar.
+        alt = _parser(".tsx").parse(src).root_node
+        if not _error_reason(alt, src, ".tsx"):
+            root, reason = alt, None
+    if reason:
+        raise CodeParseError(reason)
     ex = _Extractor(src)
     for node in root.named_children:
         ex.statement(node)
     return ex.facts(path, _GRAMMARS[ext][0])
 
 
-def _check_errors(root: Node, src: bytes, ext: str) -> None:
+def _error_reason(root: Node, src: bytes, ext: str) -> str | None:
+    if not root.has_error:
+        return None
     lang = "TypeScript" if ext in (".ts", ".tsx") else "JavaScript"
-    errors = [c for c in root.children if c.type == "ERROR"]
-    if root.type == "ERROR":
-        errors = [root]
+    errors = [root] if root.type == "ERROR" else [c for c in root.children if c.type == "ERROR"]
     size = max(len(src.strip()), 1)
     bad = sum(c.end_byte - c.start_byte for c in errors)
     if errors and (root.type == "ERROR" or bad > _ERROR_SHARE * size):
         line = errors[0].start_point[0] + 1
-        raise CodeParseError(
-            f"{lang} syntax error at line {line} ({100 * bad // size}% of the file unparsable)"
-        )
+        return f"{lang} syntax error at line {line} ({100 * bad // size}% of the file unparsable)"
+    return None
 
 
 class _SymbolAcc:

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-
 revision: str = "0001_core"
 down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
@@ -184,7 +183,6 @@ def upgrade() -> None:
     with op.batch_alter_table("relations", schema=None) as batch_op:
         batch_op.create_index("ix_relations_dst_id", ["dst_id"], unique=False)
         batch_op.create_index("ix_relations_file_id", ["file_id"], unique=False)
-
 
     # Provenance of a co-occurrence: the notes that mention both concepts (pairs counted only for
     # notes within the concept limit). A view, so it can never disagree with the mentions.

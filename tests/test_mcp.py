@@ -1,0 +1,235 @@
+"""The MCP door: tools, schemas, structured results and tool errors, in process and over stdio."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import EXAMPLES, NOW
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.types import CallToolResult, TextContent
+
+import contextgraph
+from contextgraph import ContextGraph
+from contextgraph.mcp_server import create_server
+
+pytestmark = pytest.mark.anyio
+
+TOOLS = {"build_context", "expand", "sync", "search_memories", "read_memory", "visualize"}
+VAULT = EXAMPLES / "vault"
+CODE = EXAMPLES / "code"
+HAS_CODEGRAPH = importlib.util.find_spec("contextgraph.codegraph") is not None
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def client(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Client]:
+    """An in-process client on a server over ``db_path``, with the clock fixed at NOW."""
+    monkeypatch.setenv("CONTEXTGRAPH_NOW", NOW)
+    async with Client(create_server(str(db_path))) as connected:
+        yield connected
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    """Call a tool that must succeed; return its structured content."""
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, text_of(result)
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def fail(client: Client, tool: str, **arguments: Any) -> str:
+    """Call a tool that must fail; return its one-line message."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    message = text_of(result)
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+def text_of(result: CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+def as_json(data: Any) -> Any:
+    return json.loads(json.dumps(data))
+
+
+async def test_tools_are_listed_with_bounded_parameters(client: Client) -> None:
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    bounds = {
+        ("build_context", "depth"): (0, 5),
+        ("build_context", "max_entities"): (1, 100),
+        ("expand", "max_depth"): (1, 5),
+        ("expand", "max_nodes"): (1, 500),
+        ("search_memories", "limit"): (1, 100),
+        ("visualize", "depth"): (1, 5),
+        ("visualize", "max_nodes"): (5, 100),
+    }
+    for (name, param), (low, high) in bounds.items():
+        schema = tools[name].input_schema["properties"][param]
+        assert (schema["minimum"], schema["maximum"]) == (low, high), (name, param)
+    assert tools["search_memories"].input_schema["properties"]["page"]["minimum"] == 1
+    concept = tools["build_context"].input_schema["properties"]["concept_name"]
+    assert (concept["minLength"], concept["maxLength"]) == (1, 1000)
+    seeds = tools["expand"].input_schema["properties"]["seeds"]
+    assert (seeds["minItems"], seeds["maxItems"]) == (1, 100)
+    assert tools["read_memory"].input_schema["properties"]["identifier"]["maxLength"] == 4096
+    assert tools["sync"].input_schema.get("required", []) == []
+    for tool in tools.values():
+        assert tool.description and "Examples:" in tool.description
+        assert not tool.description.startswith(" "), "descriptions are dedented"
+        assert tool.output_schema is not None
+    assert tools["build_context"].annotations is not None
+    assert tools["build_context"].annotations.read_only_hint is True
+    assert tools["sync"].annotations is not None
+    assert tools["sync"].annotations.read_only_hint is False
+
+
+async def test_build_context_tool_returns_what_the_library_returns(
+    client: Client, store: ContextGraph
+) -> None:
+    report = await call(client, "sync", paths=[str(VAULT)])
+    assert report["sources"] == ["vault"] and report["files"]["added"] > 0
+    got = await call(client, "build_context", concept_name="Machine Learning")
+    expected = store.build_context("Machine Learning", depth=2, max_entities=20).as_dict()
+    assert got == as_json(expected)
+    assert got["conceptName"] == "machine-learning" and got["directRelations"]
+    got = await call(
+        client, "build_context", concept_name="Kafka", depth=1, include_content=True
+    )
+    expected = store.build_context("Kafka", depth=1, include_content=True).as_dict()
+    assert got == as_json(expected)
+
+
+async def test_sync_with_no_paths_resyncs_the_registered_sources(client: Client) -> None:
+    await call(client, "sync", paths=[str(VAULT)], name="notes")
+    again = await call(client, "sync")
+    assert again["sources"] == ["notes"]
+    assert again["files"]["added"] == 0 and again["files"]["unchanged"] > 0
+
+
+async def test_sync_with_nothing_registered_is_a_tool_error(client: Client) -> None:
+    assert "no sources registered" in await fail(client, "sync")
+
+
+async def test_search_memories_finds_a_word_and_read_memory_reads_the_hit(
+    client: Client,
+) -> None:
+    await call(client, "sync", paths=[str(VAULT)])
+    found = await call(client, "search_memories", query="kafka", limit=3)
+    assert found["total"] > 0 and 0 < len(found["hits"]) <= 3
+    uri = found["hits"][0]["uri"]
+    assert uri.startswith("memory://vault/")
+    note = await call(client, "read_memory", identifier=uri)
+    assert note["uri"] == uri
+    assert "kafka" in note["content"].lower()
+    assert note["lastAccessed"] is not None
+
+
+async def test_visualize_returns_a_mermaid_flowchart(client: Client) -> None:
+    await call(client, "sync", paths=[str(VAULT)])
+    result = await client.call_tool("visualize", {"concept_name": "Raft", "depth": 1})
+    assert not result.is_error
+    assert result.structured_content is not None
+    assert result.structured_content["concept"] == "Raft"
+    mermaid = result.structured_content["mermaid"]
+    assert mermaid.startswith("flowchart")
+    assert text_of(result) == mermaid  # the text block is the diagram itself, not JSON
+
+
+async def test_out_of_range_depth_is_a_one_line_tool_error(client: Client) -> None:
+    message = await fail(client, "build_context", concept_name="Raft", depth=9)
+    assert "depth" in message and "less than or equal to 5" in message
+    message = await fail(client, "expand", seeds=[])
+    assert "seeds" in message
+
+
+async def test_path_escape_is_a_tool_error_and_the_server_keeps_working(client: Client) -> None:
+    await call(client, "sync", paths=[str(VAULT)])
+    message = await fail(client, "read_memory", identifier="../../etc/passwd")
+    assert "refused" in message and "root:" not in message
+    found = await call(client, "search_memories", query="raft")
+    assert found["total"] > 0
+
+
+async def test_unexpected_exception_is_a_short_tool_error_with_the_traceback_logged(
+    client: Client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(self: ContextGraph, query: str, **kwargs: Any) -> Any:
+        raise RuntimeError("disk on fire\nsecond line")
+
+    monkeypatch.setattr(ContextGraph, "search", broken)
+    with caplog.at_level(logging.ERROR, logger="contextgraph.mcp_server"):
+        message = await fail(client, "search_memories", query="raft")
+    assert "unexpected error: RuntimeError: disk on fire second line" in message
+    logged = [r for r in caplog.records if r.name == "contextgraph.mcp_server"]
+    assert logged and logged[0].exc_info is not None
+    assert (await call(client, "build_context", concept_name="raft"))["conceptName"] == "raft"
+
+
+async def test_the_graph_is_opened_once_on_the_first_call(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[str] = []
+    real_open = ContextGraph.open
+
+    def counting_open(path: Any, **kwargs: Any) -> ContextGraph:
+        opened.append(str(path))
+        return real_open(path, **kwargs)
+
+    monkeypatch.setattr(ContextGraph, "open", counting_open)
+    server = create_server(str(db_path))
+    assert opened == []
+    async with Client(server) as connected:
+        assert opened == []
+        await call(connected, "search_memories", query="anything")
+        await call(connected, "build_context", concept_name="anything")
+    assert opened == [str(db_path)]
+
+
+@pytest.mark.xfail(not HAS_CODEGRAPH, reason="contextgraph.codegraph is not built yet")
+async def test_expand_follows_code_references(client: Client, store: ContextGraph) -> None:
+    await call(client, "sync", paths=[str(CODE)])
+    got = await call(client, "expand", seeds=["TokenValidator"])
+    assert got["matchedSeeds"] == ["TokenValidator"]
+    assert "AuthenticationService" in {r["entity"] for r in got["results"]}
+    assert got == as_json(store.expand(["TokenValidator"], max_depth=2, max_nodes=20).as_dict())
+
+
+async def test_stdio_server_speaks_only_protocol_on_stdout(
+    tmp_path: Path, db_path: Path, store: ContextGraph
+) -> None:
+    store.sync([VAULT])
+    repo = Path(contextgraph.__file__).resolve().parents[1]
+    python_path = os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "contextgraph", "--db", str(db_path), "mcp"],
+        env={**os.environ, "CONTEXTGRAPH_DB": str(db_path), "PYTHONPATH": python_path},
+        cwd=str(tmp_path),
+    )
+    with (tmp_path / "stderr.txt").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as connected:
+            assert connected.server_info is not None
+            assert connected.server_info.name == "contextgraph"
+            names = {tool.name for tool in (await connected.list_tools()).tools}
+            assert names == TOOLS
+            found = await call(connected, "search_memories", query="kafka")
+            assert found["total"] > 0
+            message = await fail(connected, "read_memory", identifier="/etc/passwd")
+            assert "read_memory" in message
+    assert "Traceback" not in (tmp_path / "stderr.txt").read_text()

@@ -1,0 +1,622 @@
+"""Tests for contextgraph.wikilinks: one test per rule, real dialects, and differential tests."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
+from markdown_it.token import Token
+
+from contextgraph.wikilinks import (
+    ATTACHMENT_EXTENSIONS,
+    MAX_CONCEPT_LENGTH,
+    Frontmatter,
+    Link,
+    NoteFacts,
+    _body_offset,
+    _fast_path_ok,
+    _find_links_blocks,
+    _find_links_fast,
+    _find_links_slow,
+    _NotSimple,
+    _simple_yaml,
+    _target_of,
+    extract_note,
+    find_links,
+    is_valid_concept,
+    normalize,
+    parse_frontmatter,
+)
+
+CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+
+
+def concepts(text: str) -> dict[str, int]:
+    return extract_note(text).concepts
+
+
+def implementations_agree(text: str) -> list[Link]:
+    """Return find_links(text) after checking that every implementation gives the same."""
+    slow = _find_links_slow(text)
+    assert _find_links_blocks(text) == slow
+    if _fast_path_ok(text):
+        assert _find_links_fast(text) == slow
+    assert find_links(text) == slow
+    return slow
+
+
+# --------------------------------------------------------------------------------------------
+# Link syntax and what is ignored
+# --------------------------------------------------------------------------------------------
+
+
+def test_plain_and_embedded_links_are_found_with_offsets() -> None:
+    text = "See [[Alpha]] and ![[Beta]]."
+    links = implementations_agree(text)
+    assert [(text[link.start : link.end], link.embed) for link in links] == [
+        ("[[Alpha]]", False),
+        ("![[Beta]]", True),
+    ]
+    assert [link.concept for link in links] == ["alpha", "beta"]
+
+
+def test_wikilinks_in_fenced_code_are_ignored() -> None:
+    text = "[[a]]\n\n```\n[[b]]\n```\n\n~~~python\n[[c]]\n~~~\n\n[[d]]\n"
+    implementations_agree(text)
+    assert concepts(text) == {"a": 1, "d": 1}
+
+
+def test_unclosed_fence_hides_the_rest_of_the_document() -> None:
+    text = "[[a]]\n\n```\n[[b]]\n\n[[c]]\n"
+    assert concepts(text) == {"a": 1}
+
+
+def test_wikilinks_in_indented_code_are_ignored() -> None:
+    text = "Para [[a]].\n\n    [[b]] is code\n\n\t[[c]] too\n\n- item\n\n      [[d]] code in item\n"
+    implementations_agree(text)
+    assert concepts(text) == {"a": 1}
+
+
+def test_indented_line_continuing_a_paragraph_is_not_code() -> None:
+    text = "Para [[a]]\n    [[b]] continues it\n"
+    implementations_agree(text)
+    assert concepts(text) == {"a": 1, "b": 1}
+
+
+def test_wikilinks_in_inline_code_are_ignored() -> None:
+    text = (
+        "Use `[[a]]` or ``x ` [[b]]`` but [[c]].\n\n"
+        "An unmatched ` keeps [[d]].\n\n"
+        "Escaped \\`[[e]]` opens no span; inside one, \\ is literal: `\\`[[f]]`\n"
+    )
+    implementations_agree(text)
+    assert concepts(text) == {"c": 1, "d": 1, "e": 1, "f": 1}
+
+
+def test_inline_code_can_span_lines_of_a_paragraph() -> None:
+    text = "Start `code\n[[a]] still code` then [[b]]\n\n`not closed\n\n[[c]]`\n"
+    implementations_agree(text)
+    assert concepts(text) == {"b": 1, "c": 1}
+
+
+def test_wikilinks_in_html_comments_and_blocks_are_ignored() -> None:
+    text = (
+        "Text <!-- [[a]] --> and [[b]].\n\n"
+        "<!--\n[[c]]\n\n[[d]]\n-->\n\n"
+        "<div>\n[[e]]\n</div>\n\n"
+        "After [[f]] <span>[[g]]</span>\n"
+    )
+    implementations_agree(text)
+    assert concepts(text) == {"b": 1, "f": 1, "g": 1}
+
+
+def test_wikilinks_in_frontmatter_are_ignored() -> None:
+    text = "---\ntitle: About [[a]]\nrelated: '[[b]]'\n---\nBody [[c]]\n"
+    implementations_agree(text)
+    assert concepts(text) == {"c": 1}
+
+
+def test_triple_bracket_is_no_link() -> None:
+    text = "[[[x]]] [[[y]] [[z]]] [x[[w]] ] [[ok]]"
+    implementations_agree(text)
+    assert concepts(text) == {"w": 1, "ok": 1}
+
+
+def test_inner_text_has_no_brackets_or_line_breaks() -> None:
+    assert concepts("[[a\nb]] [[a[b]] [[a]b]] [[c]]") == {"c": 1}
+
+
+def test_empty_links_are_dropped_and_counted() -> None:
+    facts = extract_note("[[]] and [[ ]] and [[#Heading]] and [[ok]]")
+    assert facts.concepts == {"ok": 1}
+    assert facts.dropped == 3
+
+
+# --------------------------------------------------------------------------------------------
+# Target rules
+# --------------------------------------------------------------------------------------------
+
+
+def test_alias_is_cut_at_first_pipe() -> None:
+    (link,) = find_links("[[Machine Learning|ML|x]]")
+    assert (link.target, link.concept) == ("Machine Learning", "machine-learning")
+
+
+def test_escaped_pipe_in_table_counts_as_pipe() -> None:
+    text = "| a | b |\n|---|---|\n| [[Note\\|alias]] | [[a\\|b]] |\n"
+    links = implementations_agree(text)
+    assert [(link.target, link.concept) for link in links] == [("Note", "note"), ("a", "a")]
+
+
+def test_heading_and_block_refs_are_cut() -> None:
+    text = "[[Note#Heading]] [[Note#^block-id]] [[Other#Part|alias]] [[x.md#h]]"
+    assert concepts(text) == {"note": 2, "other": 1, "x": 1}
+
+
+def test_trailing_hash_is_kept() -> None:
+    assert concepts("[[C#]] and [[F# ]] and [[C#|the language]]") == {"c#": 2, "f#": 1}
+
+
+def test_md_suffix_dropped() -> None:
+    links = find_links("[[note.md]] [[Other Note.MD|x]] [[node.js]] [[a.md.md]]")
+    assert [link.target for link in links] == ["note", "Other Note", "node.js", "a.md"]
+
+
+def test_attachments_are_not_concepts() -> None:
+    text = "![[y.png]] [[Doc.PDF]] ![[clip.Mp4|200]] [[board.canvas]] [[draw.excalidraw]] [[ok]]"
+    facts = extract_note(text)
+    assert facts.concepts == {"ok": 1}
+    assert facts.dropped == 0  # attachments are not counted as dropped
+    assert {"png", "pdf", "mp4", "canvas", "excalidraw"} <= ATTACHMENT_EXTENSIONS
+    assert [link.concept for link in find_links(text)][:5] == [""] * 5
+
+
+def test_normalisation_examples() -> None:
+    for name in ("Machine Learning", "machine_learning", " Machine  Learning ", "machine-learning"):
+        assert normalize(name) == "machine-learning"
+    assert normalize("C#") == "c#"
+    assert normalize("Node.js") == "node.js"
+    assert normalize("GPT-4") == "gpt-4"
+    assert normalize("a/b\\c") == "a-b-c"
+    assert normalize("a - _ b") == "a-b"
+    assert normalize("--x--") == "x"
+    assert normalize(" _/ ") == ""
+    assert normalize("") == ""
+
+
+def test_normalisation_is_unicode_nfc() -> None:
+    nfd = unicodedata.normalize("NFD", "Café Crème")
+    assert nfd != "Café Crème"
+    assert normalize(nfd) == normalize("Café Crème") == "café-crème"
+    assert concepts(f"[[{nfd}]] [[Café Crème]]") == {"café-crème": 2}
+
+
+def test_names_over_200_chars_are_dropped_and_counted() -> None:
+    ok = "a" * MAX_CONCEPT_LENGTH
+    too_long = "b" * (MAX_CONCEPT_LENGTH + 1)
+    facts = extract_note(f"[[{ok}]] [[{too_long}]] [[{too_long}|alias]]")
+    assert facts.concepts == {ok: 1}
+    assert facts.dropped == 2
+    assert is_valid_concept(ok)
+    assert not is_valid_concept(too_long)
+    assert not is_valid_concept(" _ ")
+    assert normalize(too_long) == too_long  # normalize itself does not apply the limit
+
+
+def test_mention_counts() -> None:
+    text = "[[A]] [[a]] [[ A ]] [[A|x]] ![[A]] [[b]] [[A#h]]\n\n```\n[[A]]\n```\n"
+    facts = extract_note(text)
+    assert facts.concepts == {"a": 6, "b": 1}
+    assert list(facts.concepts) == ["a", "b"]  # order of first appearance
+
+
+def test_concepts_keep_order_of_first_appearance() -> None:
+    assert list(concepts("[[z]] [[y]] [[z]] [[x]]")) == ["z", "y", "x"]
+
+
+# --------------------------------------------------------------------------------------------
+# Frontmatter
+# --------------------------------------------------------------------------------------------
+
+
+def test_frontmatter_title_created_and_body_start() -> None:
+    text = "---\ntitle: My Note\ncreated: 2021-03-04\n---\n# Body\n"
+    fm = parse_frontmatter(text)
+    assert fm == Frontmatter("My Note", datetime(2021, 3, 4, tzinfo=UTC), 43, None)
+    assert text[fm.body_start :] == "# Body\n"
+    facts = extract_note(text)
+    assert (facts.title, facts.created, facts.body_start) == (fm.title, fm.created, 43)
+
+
+def test_bad_yaml_frontmatter_is_a_warning() -> None:
+    text = "---\ntitle: [unclosed\n  : : :\n---\nBody [[x]] and [[y]]\n"
+    fm = parse_frontmatter(text)
+    assert fm.title is None and fm.created is None
+    assert fm.warning is not None and fm.warning.startswith("invalid YAML frontmatter: ")
+    assert text[fm.body_start :] == "Body [[x]] and [[y]]\n"
+    facts = extract_note(text)
+    assert facts.warnings == (fm.warning,)
+    assert facts.concepts == {"x": 1, "y": 1}
+
+
+def test_frontmatter_that_is_not_a_mapping_is_skipped_with_a_warning() -> None:
+    text = "---\n- a\n- [[b]]\n---\n[[c]]\n"
+    fm = parse_frontmatter(text)
+    assert fm.warning == "invalid YAML frontmatter: not a mapping (list)"
+    assert concepts(text) == {"c": 1}
+
+
+def test_unclosed_frontmatter_is_no_frontmatter() -> None:
+    text = "---\ntitle: x\n[[a]]\n"
+    fm = parse_frontmatter(text)
+    assert fm == Frontmatter(None, None, 0, None)
+    assert concepts(text) == {"a": 1}
+
+
+def test_frontmatter_closes_with_dots_and_allows_trailing_blanks() -> None:
+    text = "---  \ntitle: t\n... \t\n[[a]]"
+    assert parse_frontmatter(text).title == "t"
+    assert concepts(text) == {"a": 1}
+
+
+def test_empty_frontmatter_has_no_warning() -> None:
+    assert parse_frontmatter("---\n---\nbody") == Frontmatter(None, None, 8, None)
+
+
+def test_created_date_and_datetime() -> None:
+    def created(value: str) -> datetime | None:
+        return parse_frontmatter(f"---\ncreated: {value}\n---\n").created
+
+    assert created("2021-03-04") == datetime(2021, 3, 4, tzinfo=UTC)
+    assert created("2021-03-04 10:20:30") == datetime(2021, 3, 4, 10, 20, 30, tzinfo=UTC)
+    assert created("2021-03-04T10:20:30+02:00") == datetime(2021, 3, 4, 8, 20, 30, tzinfo=UTC)
+    assert created("'2021-03-04T10:20:30Z'") == datetime(2021, 3, 4, 10, 20, 30, tzinfo=UTC)
+    assert created("'2021-03-04'") == datetime(2021, 3, 4, tzinfo=UTC)
+    for value in ("'2021-03-04 10:20'", "2021-03-04T10:20:30-05:00"):
+        result = created(value)
+        assert result is not None and result.tzinfo is UTC
+
+
+def test_unusable_created_is_a_warning() -> None:
+    for value, fragment in (
+        ("1595952505017", "unsupported type int"),  # Dendron's epoch milliseconds
+        ("yesterday", "not an ISO-8601 date"),
+        ("[2021]", "unsupported type list"),
+    ):
+        fm = parse_frontmatter(f"---\ntitle: T\ncreated: {value}\n---\n")
+        assert fm.created is None and fm.title == "T"
+        assert fm.warning is not None and fragment in fm.warning
+
+
+def test_title_is_a_string_of_any_scalar() -> None:
+    assert parse_frontmatter("---\ntitle: 42\n---\n").title == "42"
+    assert parse_frontmatter("---\ntitle: 'yes'\n---\n").title == "yes"
+    assert parse_frontmatter("---\ntitle: yes\n---\n").title == "True"
+    fm = parse_frontmatter("---\ntitle: [a, b]\n---\n")
+    assert fm.title is None and fm.warning is not None
+
+
+def test_invalid_dates_in_any_key_make_the_yaml_invalid() -> None:
+    fm = parse_frontmatter("---\ntitle: T\nupdated: 2021-02-30\n---\n")
+    assert fm.title is None
+    assert fm.warning is not None and fm.warning.startswith("invalid YAML frontmatter")
+
+
+def test_deeply_nested_frontmatter_is_refused_quickly() -> None:
+    text = "---\nx: " + "[" * 5000 + "]" * 5000 + "\ntitle: t\n---\n[[a]]"
+    fm = parse_frontmatter(text)
+    assert fm.title is None and fm.warning is not None
+    assert concepts(text) == {"a": 1}
+
+
+# --------------------------------------------------------------------------------------------
+# Real dialects and encodings
+# --------------------------------------------------------------------------------------------
+
+
+def test_foam_reference_definition_footer_does_not_hide_links() -> None:
+    text = (
+        "# Footnotes\n\nSee [[wikilinks]] and [[block-anchors]].\n\n"
+        '[wikilinks]: wikilinks.md "Wikilinks"\n'
+        '[block-anchors]: block-anchors.md "Block Anchors"\n'
+    )
+    implementations_agree(text)
+    assert concepts(text) == {"wikilinks": 1, "block-anchors": 1}
+
+
+def test_link_reference_definition_changes_what_follows() -> None:
+    # After a definition an indented line is code (markdown-it's reference rule), not text.
+    text = "[x]: url\n    [[code]]\n\n[[x]]\n"
+    implementations_agree(text)
+    assert concepts(text) == {"x": 1}
+
+
+def test_dendron_alias_first_links_yield_the_label() -> None:
+    # We follow Obsidian: the target is before the pipe, so Dendron's [[label|target]]
+    # gives the label as concept.
+    text = "Join [[Dendron Discord|dendron://dendron.dendron-site/community.discord.channels]]."
+    assert concepts(text) == {"dendron-discord": 1}
+
+
+def test_dendron_note_refs_are_cut_at_the_hash() -> None:
+    text = "![[dendron.topic.links#hovers,1:#*]]\n![[dendron://vault/asset.preview#tutorial,1]]\n"
+    links = implementations_agree(text)
+    assert [(link.target, link.embed) for link in links] == [
+        ("dendron.topic.links", True),
+        ("dendron://vault/asset.preview", True),
+    ]
+    assert [link.concept for link in links] == ["dendron.topic.links", "dendron:-vault-asset.preview"]
+
+
+def test_logseq_properties_and_page_tags() -> None:
+    text = (
+        "title:: Page embed\ntype:: [[Feature]]\nplatforms:: [[All Platforms]]\n\n"
+        "- Embed a page with {{embed [[Page]]}}\n\t- nested [[Child Page]] tag\n"
+        "\t\t- `[[not a link]]` and [[]]\n"
+    )
+    implementations_agree(text)
+    facts = extract_note(text)
+    assert facts.concepts == {"feature": 1, "all-platforms": 1, "page": 1, "child-page": 1}
+    assert facts.dropped == 1
+
+
+def test_crlf_and_lone_cr_line_endings() -> None:
+    lf = "---\ntitle: T\n---\n[[a]]\n    [[c]]\n\n```\n[[b]]\n```\n\n    [[d]]\n\n[[e]]\n"
+    for newline in ("\r\n", "\r"):
+        text = lf.replace("\n", newline)
+        links = implementations_agree(text)
+        assert [text[link.start : link.end] for link in links] == ["[[a]]", "[[c]]", "[[e]]"]
+        facts = extract_note(text)
+        assert (facts.title, facts.concepts) == ("T", {"a": 1, "c": 1, "e": 1})
+
+
+def test_bom_is_ignored() -> None:
+    text = "\ufeff---\ntitle: T\n---\n[[a]]"
+    assert parse_frontmatter(text).title == "T"
+    assert concepts(text) == {"a": 1}
+    assert concepts("\ufeff    [[code]]\n\n[[b]]") == {"b": 1}
+    links = find_links("\ufeff[[x]]")
+    assert (links[0].start, links[0].end) == (1, 6)
+
+
+def test_empty_and_blank_files() -> None:
+    for text in ("", "\n", "   \n\t\n", "\ufeff"):
+        assert extract_note(text) == NoteFacts({}, None, None, 0, (), 0)
+        assert find_links(text) == []
+
+
+def test_nul_characters_do_not_break_offsets() -> None:
+    text = "a\0b `x` [[c\0d]] [[e]]\n"
+    links = implementations_agree(text)
+    assert [text[link.start : link.end] for link in links] == ["[[c\0d]]", "[[e]]"]
+
+
+# --------------------------------------------------------------------------------------------
+# Properties of normalize
+# --------------------------------------------------------------------------------------------
+
+names = st.text(
+    alphabet=st.one_of(
+        st.characters(codec="utf-8"), st.sampled_from(" \t_/\\-İßẞǅΣ\u0301\u00a0\u3000")
+    ),
+    max_size=40,
+)
+
+
+@given(names)
+def test_normalize_is_idempotent(name: str) -> None:
+    once = normalize(name)
+    assert normalize(once) == once
+
+
+@given(names)
+def test_normalized_names_have_no_separators_at_the_ends_or_doubled(name: str) -> None:
+    out = normalize(name)
+    assert not any(ch.isspace() or ch in "_/\\" for ch in out)
+    assert not out.startswith("-") and not out.endswith("-")
+    assert "--" not in out
+    assert unicodedata.is_normalized("NFC", out)
+
+
+# --------------------------------------------------------------------------------------------
+# Differential test against an independent reference: markdown-it's FULL parse
+# --------------------------------------------------------------------------------------------
+#
+# The reference decides what is code/HTML with markdown-it's own block AND inline parsers:
+# links are searched in the text of `inline` tokens, rebuilt from their children (code spans
+# and HTML comments become line breaks, which no link can cross; other inline HTML and
+# emphasis markers keep their source text), plus in source lines that belong to no leaf block
+# (link reference definitions).  So code spans, escapes and inline HTML are found by
+# markdown-it's inline rules here, while the implementation under test uses a block parse and
+# its own masker.  The generated documents contain no `(`, `&` or backslash before a bracket,
+# and a core rule empties the reference definitions before the inline pass, so that inline
+# links and entities never rewrite the bracket text; what remains of the text is identical.
+# (Real notes do contain inline links: their destinations are put back into the text, since
+# a wikilink there counts, as in Logseq's `[label]([[page]])`.)
+
+_REF_MD = MarkdownIt("commonmark")
+
+
+def _forget_definitions(state: StateCore) -> None:
+    state.env["references"] = {}
+
+
+_REF_MD.core.ruler.after("block", "forget_definitions", _forget_definitions)
+_LEAVES = {"paragraph_open", "heading_open", "fence", "code_block", "html_block", "hr"}
+_REF_LINK_RE = re.compile(r"(!?)(?<!\[)\[\[([^\[\]\n\r]*)\]\](?!\])")
+
+
+def _inline_text(children: list[Token]) -> str:
+    out = []
+    hrefs: list[str] = []
+    for tok in children:
+        if tok.type in ("text", "text_special"):
+            out.append(tok.content)
+        elif tok.type in ("softbreak", "hardbreak", "code_inline"):
+            out.append("\n")
+        elif tok.type == "html_inline":
+            out.append("\n" if tok.content.startswith("<!--") else tok.content)
+        elif tok.type == "link_open":  # (only in the corpus test) keep the destination:
+            hrefs.append(unquote(str(tok.attrs.get("href", ""))))  # Logseq's [label]([[page]])
+            out.append("<" if tok.markup == "autolink" else "[")
+        elif tok.type == "link_close":
+            href = hrefs.pop()
+            out.append(">" if tok.markup == "autolink" else f"]({href})")
+        elif tok.type == "image":
+            src = unquote(str(tok.attrs.get("src", "")))
+            out.append(f"![{_inline_text(tok.children or [])}]({src})")
+        else:
+            out.append(tok.markup)
+    return "".join(out)
+
+
+def reference_links(text: str) -> Counter[tuple[bool, str]]:
+    """(embed, target) of every link, per markdown-it's full parse."""
+    body = text[_body_offset(text) :]
+    tokens = _REF_MD.parse(body)
+    pieces = [_inline_text(tok.children or []) for tok in tokens if tok.type == "inline"]
+    covered: set[int] = set()
+    for tok in tokens:
+        if tok.type in _LEAVES and tok.map:
+            covered.update(range(*tok.map))
+    lines = re.split(r"\r\n|\r|\n", body)
+    pieces += [line for i, line in enumerate(lines) if i not in covered]
+    found: Counter[tuple[bool, str]] = Counter()
+    for piece in pieces:
+        for m in _REF_LINK_RE.finditer(piece):
+            found[(bool(m.group(1)), _target_of(m.group(2)))] += 1
+    return found
+
+
+def implementation_links(text: str) -> Counter[tuple[bool, str]]:
+    found: Counter[tuple[bool, str]] = Counter()
+    for link in _find_links_slow(text):
+        raw = text[link.start : link.end]
+        assert raw.startswith("![[" if link.embed else "[[") and raw.endswith("]]")
+        found[(link.embed, link.target)] += 1
+    return found
+
+
+PIECES = [
+    "```", "~~~", "``", "`", "\\`", "    ", "  ", " ", "\t", "> ", ">", "- ", "* ", "+ ",
+    "1. ", "2) ", "# ", "## ", "***", "---", "===", "<!-- ", " -->", "-->", "<div>", "</div>",
+    "<span>", "<x-y a='1'>", "<script>", "</script>", "<?php ", "?>", "<!X ", "<![CDATA[",
+    "]]>", "[[x]]", "[[a|b]]", "[[a\\|b]]", "![[y.png]]", "[[Foo Bar]]", "[[z#h]]", "[[]]",
+    "[[", "]]", "[", "]", "!", "|", "*", "_", "text", "word. ", "\n", "\n", "\n\n", "\n    ",
+    "\n> ", "\n- ", "\n```\n", "[x]: url", '[x]: x.md "X"', "[x]:\n  url", "[x]",
+]  # fmt: skip
+
+documents = st.builds(
+    lambda prefix, pieces, newline: prefix + "".join(pieces).replace("\n", newline),
+    st.sampled_from(["", "", "---\ntitle: t\n---\n", "\ufeff"]),
+    st.lists(st.sampled_from(PIECES), max_size=40),
+    st.sampled_from(["\n", "\n", "\r\n", "\r"]),
+)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents)
+def test_links_agree_with_the_full_markdown_it_reference(text: str) -> None:
+    assert implementation_links(text) == reference_links(text)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents)
+def test_fast_block_and_slow_paths_agree(text: str) -> None:
+    implementations_agree(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["[[a]]", "[[b|c]]", "x ", "\n", "\n\n", "> ", "- "]), max_size=30))
+def test_fast_path_is_taken_for_code_free_text(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert _fast_path_ok(text)
+    implementations_agree(text)
+
+
+# --------------------------------------------------------------------------------------------
+# Differential test of the simple-frontmatter reader against yaml.safe_load
+# --------------------------------------------------------------------------------------------
+
+KEYS = ["title", "created", "id", "desc", "tags", "Title", "title x", "a.b", "updated", "yes"]
+VALUES = [
+    "", "Dendron", "My Note: sub", "a: b", "C#", "a #c", "#c", "foo:bar", "x:", "'quoted'",
+    "''", "'it''s'", "'a' 'b'", '"dq"', '"esc \\u00e9 \\U0001F332 \\x41"', '"bad \\q"',
+    '"a"b"', "2021-01-02", "2021-02-30", "2021-01-02 10:00:00", "2021-01-02T10:00:00Z",
+    "2021-1-2", "1595952505017", "0x1F", "017", "1_000", "1:20", "1.5", "-1", ".inf",
+    "yes", "No", "null", "~", "[a, b]", "[]", "[a, [b]]", "[a, 'b']", "{a: 1}", "- a",
+    "&anchor x", "*alias", "!tag x", "|", ">-", "%x", "@x", "`x`", "a  b ", "ü", "\u00e9t\u00e9",
+]  # fmt: skip
+CONTINUATIONS = ["  more text", "  - item", "  - ", "  key: value", "    deeper: 1", "  ", "",
+                 "# comment", "  # comment", "- top", "   odd: 1", "  |"]  # fmt: skip
+
+frontmatters = st.lists(
+    st.one_of(
+        st.builds(lambda k, v: f"{k}: {v}".rstrip(" ") if v else f"{k}:", *map(st.sampled_from, (KEYS, VALUES))),
+        st.sampled_from(CONTINUATIONS),
+    ),
+    max_size=8,
+).map("\n".join)  # fmt: skip
+
+
+def _wanted(data: Any) -> Any:
+    if not isinstance(data, dict):
+        return data
+    return {
+        k: type(v)() if isinstance(v, list | dict) else v
+        for k, v in data.items()
+        if k in ("title", "created")
+    }
+
+
+@settings(max_examples=1500, deadline=None)
+@given(frontmatters)
+def test_simple_frontmatter_reader_agrees_with_safe_load(source: str) -> None:
+    try:
+        mine: Any = _simple_yaml(source)
+    except _NotSimple:
+        assume(False)
+    except Exception as exc:  # the reader fails exactly where PyYAML fails
+        with pytest.raises(type(exc)):
+            yaml.safe_load(source)
+        return
+    assert mine == _wanted(yaml.safe_load(source))
+
+
+# --------------------------------------------------------------------------------------------
+# Optional tier: the real vaults
+# --------------------------------------------------------------------------------------------
+
+CORPUS_FILES = sorted(CORPORA.rglob("*.md")) if CORPORA.is_dir() else []
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not CORPUS_FILES, reason="../shared/corpora is not present")
+def test_corpus_notes_extract_and_all_paths_agree_with_the_reference() -> None:
+    mismatches = []
+    for path in CORPUS_FILES:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+        facts = extract_note(text)
+        assert isinstance(facts, NoteFacts)
+        if "[[" not in text:
+            assert not facts.concepts
+            continue
+        slow = _find_links_slow(text)
+        if _find_links_blocks(text) != slow or find_links(text) != slow:
+            mismatches.append(f"{path}: paths disagree")
+        if _fast_path_ok(text) and _find_links_fast(text) != slow:
+            mismatches.append(f"{path}: fast path disagrees")
+        if implementation_links(text) != reference_links(text):
+            mismatches.append(f"{path}: differs from the full markdown-it reference")
+    assert not mismatches, "\n".join(mismatches[:20])
