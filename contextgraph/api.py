@@ -24,6 +24,17 @@ from contextgraph.sync import Progress, SyncReport, run_sync
 from contextgraph.visualize import visualize
 
 
+def clean(text: str) -> str:
+    """Replace lone surrogates (unencodable in UTF-8, so unbindable in SQLite) with U+FFFD."""
+    if not isinstance(text, str):
+        raise InvalidArgument(f"expected text, got {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
+
+
 def default_database() -> str:
     """``$CONTEXTGRAPH_DB``, else ``~/.contextgraph/graph.db``."""
     env = os.environ.get("CONTEXTGRAPH_DB")
@@ -127,7 +138,7 @@ class ContextGraph:
         with db.read(self.engine) as conn:
             return build_context(
                 conn,
-                concept,
+                clean(concept),
                 settings=self.settings,
                 now=self._now(now),
                 depth=self.settings.depth if depth is None else depth,
@@ -146,7 +157,7 @@ class ContextGraph:
         with db.read(self.engine) as conn:
             return expand(
                 conn,
-                list(seeds),
+                [clean(s) for s in seeds],
                 settings=self.settings,
                 max_depth=self.settings.expand_max_depth if max_depth is None else max_depth,
                 max_nodes=self.settings.expand_max_nodes if max_nodes is None else max_nodes,
@@ -166,13 +177,13 @@ class ContextGraph:
         with db.read(self.engine) as conn:
             return search(
                 conn,
-                query,
+                clean(query),
                 settings=self.settings,
                 now=self._now(now),
                 limit=limit,
                 page=page,
-                source=source,
-                folder=folder,
+                source=None if source is None else clean(source),
+                folder=None if folder is None else clean(folder),
             )
 
     def read(self, identifier: str, *, now: datetime | str | None = None) -> Note:
@@ -180,7 +191,7 @@ class ContextGraph:
         stamp = self._now(now) if now is not None or self.settings.now is not None else None
         return read_note(
             self.engine,
-            identifier,
+            clean(identifier),
             database=self.database_path,
             now=stamp,
             retry_seconds=self.settings.lock_retry_seconds,
@@ -189,7 +200,7 @@ class ContextGraph:
     def visualize(self, concept: str, *, depth: int = 2, max_nodes: int = 30) -> str:
         """A Mermaid flowchart of the concept's neighbourhood."""
         with db.read(self.engine) as conn:
-            return visualize(conn, concept, depth=depth, max_nodes=max_nodes)
+            return visualize(conn, clean(concept), depth=depth, max_nodes=max_nodes)
 
     def communities(self, *, rebuild: bool = False) -> dict[str, Any]:
         """The latest community run and every community (recomputed first with ``rebuild``)."""

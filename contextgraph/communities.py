@@ -411,6 +411,10 @@ def recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
             conn.exec_driver_sql(
                 "UPDATE entities SET community_id = ? WHERE id = ? AND kind = 'concept'", changed
             )
+        if changed:
+            from contextgraph.neighbourhood import bump_version
+
+            bump_version(conn)  # cached neighbourhoods carry community ids
         conn.exec_driver_sql("DELETE FROM communities")
         if sizes:
             conn.exec_driver_sql("INSERT INTO communities (id, size) VALUES (?, ?)", sizes)

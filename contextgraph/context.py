@@ -7,15 +7,23 @@ with the decay weight computed in SQL. Nothing loads the whole graph, and nothin
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, literal, select, union_all
+from sqlalchemy import (
+    Connection,
+    and_,
+    func,
+    literal,
+    select,
+)
 
-from contextgraph.decay import reference_sql, weight_sql
+from contextgraph.decay import reference_sql
 from contextgraph.errors import InvalidArgument
 from contextgraph.models import ConceptRelation, Entity, File, Mention, Source, table_of
+from contextgraph.neighbourhood import Neighbourhoods
 from contextgraph.preview import content_preview
 from contextgraph.settings import Settings
 from contextgraph.wikilinks import find_links, normalize
@@ -159,9 +167,10 @@ def build_context(
         return Context(concept_name=key, depth=depth)
     qid, community_id = int(row.id), row.community_id
 
-    neighbours = _neighbours(conn, [qid], settings, now)
-    ranked = sorted(neighbours, key=lambda n: (-n.score, -n.co, n.name))
-    listed = ranked[:max_entities]
+    nb = Neighbourhoods(conn.engine, conn, settings, now)
+    scored = nb.scored(qid)
+    names = nb.names(scored.edges)
+    listed = [_neighbour(n, scored.edges[n], names[n]) for n in scored.ranked[:max_entities]]
     files = _top_files(conn, qid, [n.id for n in listed], settings, now)
     previews: dict[int, dict[str, str]] = {}
     if include_content:
@@ -179,11 +188,14 @@ def build_context(
         for n in listed
     )
     expanded: tuple[ExpandedRelation, ...] = ()
-    if depth > 1 and neighbours:
-        expanded = _expand(conn, qid, neighbours, depth, max_entities, settings, now)
+    if depth > 1 and scored.edges:
+        by_count = sorted(scored.edges, key=lambda n: (-scored.edges[n][0], names[n][0]))
+        frontier = by_count[: settings.expansion_frontier]
+        seen = {qid, *scored.edges}
+        expanded = _expand(nb, frontier, seen, depth, max_entities)
     siblings: tuple[CommunitySibling, ...] = ()
     if community_id is not None:
-        siblings = community_siblings(conn, qid, community_id, settings)
+        siblings = community_siblings(nb, qid, community_id, settings)
     return Context(key, depth, community_id, direct, expanded, siblings)
 
 
@@ -201,26 +213,9 @@ def _cooccurrences(ids: list[int]) -> tuple[Any, Any, Any]:
     return joined, (m1, m2, f), m1.c.concept_id.in_(ids)
 
 
-def _neighbours(
-    conn: Connection, ids: list[int], settings: Settings, now: float
-) -> list[_Neighbour]:
-    joined, (_m1, m2, f), where = _cooccurrences(ids)
-    e = T_ENTITIES.alias("e")
-    agg = (
-        select(
-            m2.c.concept_id.label("n"),
-            func.count().label("co"),
-            func.avg(weight_sql(f, now, settings)).label("dw"),
-        )
-        .select_from(joined)
-        .where(where)
-        .group_by(m2.c.concept_id)
-        .subquery()
-    )
-    rows = conn.execute(
-        select(agg.c.n, e.c.name, agg.c.co, agg.c.dw, e.c.community_id).join(e, e.c.id == agg.c.n)
-    )
-    return [_Neighbour(r.n, r.name, int(r.co), float(r.dw), r.community_id) for r in rows]
+def _neighbour(n: int, edge: tuple[int, float], info: tuple[str, int | None]) -> _Neighbour:
+    co, total = edge
+    return _Neighbour(n, info[0], co, total / co, info[1])
 
 
 def _top_files(
@@ -281,122 +276,86 @@ def _previews(
 
 
 def _expand(
-    conn: Connection,
-    qid: int,
-    neighbours: list[_Neighbour],
-    depth: int,
-    max_entities: int,
-    settings: Settings,
-    now: float,
+    nb: Neighbourhoods, frontier: list[int], seen: set[int], depth: int, max_entities: int
 ) -> tuple[ExpandedRelation, ...]:
-    """Layered expansion from the five strongest direct relations (by co-occurrence count)."""
-    by_co = sorted(neighbours, key=lambda n: (-n.co, n.name))
-    frontier = {n.id: n.name for n in by_co[: settings.expansion_frontier]}
-    seen = {qid} | {n.id for n in neighbours}
+    """Layered expansion from the strongest direct relations (by co-occurrence count).
+
+    Per hop: the unseen neighbours of the frontier, each with the frontier neighbour it shares
+    the highest count with as ``via`` (ties: name); ranked by the weightedScore of that edge,
+    then name; as many as fit. The frontier lists are each sorted by score, so a k-way merge
+    yields candidates in the final order and stops as soon as the hop is full.
+    """
     out: list[ExpandedRelation] = []
+    seen = set(seen)
     for hop in range(2, depth + 1):
         budget = max_entities - len(out)
         if budget <= 0 or not frontier:
             break
-        best: dict[int, tuple[int, str, int, float, str, int | None]] = {}
-        for via, n, name, co, dw, community in _frontier_edges(conn, list(frontier), settings, now):
-            if n in seen:
+        lists = {v: nb.scored(v) for v in frontier}
+        names = nb.names([*frontier, *(n for sc in lists.values() for n in sc.ranked)])
+        heap: list[tuple[float, str, int, int]] = []
+        for v, sc in lists.items():
+            if sc.ranked:
+                first = sc.ranked[0]
+                heapq.heappush(heap, (-_score(sc.edges[first]), names[first][0], v, 0))
+        kept: list[int] = []
+        while heap and len(kept) < budget:
+            _, name, v, index = heapq.heappop(heap)
+            sc = lists[v]
+            if index + 1 < len(sc.ranked):
+                nxt = sc.ranked[index + 1]
+                heapq.heappush(heap, (-_score(sc.edges[nxt]), names[nxt][0], v, index + 1))
+            c = sc.ranked[index]
+            if c in seen:
                 continue
-            via_name = frontier[via]
-            current = best.get(n)
-            # via = the frontier neighbour with the highest co-occurrence count (ties: name)
-            if current is None or (-co, via_name) < (-current[2], current[1]):
-                best[n] = (via, via_name, co, co * dw, name, community)
-        ranked = sorted(best.items(), key=lambda kv: (-kv[1][3], kv[1][4]))[:budget]
-        frontier = {}
-        for n, (_via, via_name, co, score, name, community) in ranked:
-            out.append(ExpandedRelation(name, hop, via_name, co, score, community))
-            seen.add(n)
-            frontier[n] = name
+            via = min(
+                (u for u in frontier if c in lists[u].edges),
+                key=lambda u: (-lists[u].edges[c][0], names[u][0]),
+            )
+            if via != v:
+                continue  # it comes (with its own score) from its via's list
+            co, _total = sc.edges[c]
+            out.append(
+                ExpandedRelation(name, hop, names[v][0], co, _score(sc.edges[c]), names[c][1])
+            )
+            seen.add(c)
+            kept.append(c)
+        frontier = kept
     return tuple(out)
 
 
-def _frontier_edges(
-    conn: Connection, frontier: list[int], settings: Settings, now: float
-) -> list[tuple[int, int, str, int, float, int | None]]:
-    joined, (m1, m2, f), where = _cooccurrences(frontier)
-    e = T_ENTITIES.alias("e")
-    agg = (
-        select(
-            m1.c.concept_id.label("src"),
-            m2.c.concept_id.label("dst"),
-            func.count().label("co"),
-            func.avg(weight_sql(f, now, settings)).label("dw"),
-        )
-        .select_from(joined)
-        .where(where)
-        .group_by(m1.c.concept_id, m2.c.concept_id)
-        .subquery()
-    )
-    rows = conn.execute(
-        select(agg.c.src, agg.c.dst, e.c.name, agg.c.co, agg.c.dw, e.c.community_id).join(
-            e, e.c.id == agg.c.dst
-        )
-    )
-    return [(r.src, r.dst, r.name, int(r.co), float(r.dw), r.community_id) for r in rows]
+def _score(edge: tuple[int, float]) -> float:
+    co, total = edge
+    return co * (total / co)
 
 
 def community_siblings(
-    conn: Connection, qid: int, community_id: int, settings: Settings
+    nb: Neighbourhoods, qid: int, community_id: int, settings: Settings
 ) -> tuple[CommunitySibling, ...]:
     """Concepts of the query's community with no edge to it but enough shared neighbours.
 
-    ``normalizedOverlap = Σ_{n∈shared} min(w(q,n), w(c,n)) / Σ_n w(c,n)``, w = co-occurrence count.
-    All sums run in SQL over the indexed ``concept_relations`` table.
+    ``normalizedOverlap = Σ_{n∈shared} min(w(q,n), w(c,n)) / Σ_n w(c,n)``, w = co-occurrence
+    count; the candidates are the query's neighbours' neighbours (indexed lookups per concept).
     """
-    cr = T_CREL
-    q_edges = union_all(
-        select(cr.c.b_id.label("n"), cr.c.count.label("w")).where(cr.c.a_id == qid),
-        select(cr.c.a_id.label("n"), cr.c.count.label("w")).where(cr.c.b_id == qid),
-    ).cte("q_edges")
-    members = (
-        select(T_ENTITIES.c.id, T_ENTITIES.c.name)
-        .where(
-            T_ENTITIES.c.kind == "concept",
-            T_ENTITIES.c.community_id == community_id,
-            T_ENTITIES.c.id != qid,
-            T_ENTITIES.c.id.not_in(select(q_edges.c.n)),
-        )
-        .cte("members")
-    )
-    c_edges = union_all(
-        select(cr.c.a_id.label("c"), cr.c.b_id.label("n"), cr.c.count.label("w")).where(
-            cr.c.a_id.in_(select(members.c.id))
-        ),
-        select(cr.c.b_id.label("c"), cr.c.a_id.label("n"), cr.c.count.label("w")).where(
-            cr.c.b_id.in_(select(members.c.id))
-        ),
-    ).cte("c_edges")
-    totals = (
-        select(c_edges.c.c, func.sum(c_edges.c.w).label("total"))
-        .group_by(c_edges.c.c)
-        .cte("totals")
-    )
-    shared = (
-        select(
-            c_edges.c.c,
-            func.count().label("shared"),
-            func.sum(func.min(c_edges.c.w, q_edges.c.w)).label("overlap"),
-        )
-        .join(q_edges, q_edges.c.n == c_edges.c.n)
-        .group_by(c_edges.c.c)
-        .cte("shared")
-    )
-    rows = conn.execute(
-        select(members.c.name, shared.c.shared, shared.c.overlap, totals.c.total)
-        .join(shared, shared.c.c == members.c.id)
-        .join(totals, totals.c.c == members.c.id)
-        .where(shared.c.shared >= settings.community_min_shared)
-    )
+    adjacent = nb.adjacency(qid)
+    # Only members of the query's community that are not its neighbours can be siblings.
+    members = nb.members(community_id) - adjacent.keys() - {qid}
+    shared: dict[int, int] = {}
+    overlap: dict[int, int] = {}
+    for n, w_qn in adjacent.items():
+        around = nb.adjacency(n)
+        for c in members & around.keys():
+            shared[c] = shared.get(c, 0) + 1
+            overlap[c] = overlap.get(c, 0) + min(w_qn, around[c])
+    candidates = [c for c, k in shared.items() if k >= settings.community_min_shared]
+    info = nb.names(candidates)
+    totals = nb.strengths(candidates)
     found = []
-    for name, shared_count, overlap, total in rows:
-        ratio = float(overlap) / float(total) if total else 0.0
+    for c in candidates:
+        name = info[c][0]
+        total = totals[c]
+        ratio = overlap[c] / total if total else 0.0
         if ratio >= settings.community_min_overlap:
-            found.append(CommunitySibling(name, community_id, int(shared_count), ratio))
+            found.append(CommunitySibling(name, community_id, shared[c], ratio))
     found.sort(key=lambda s: (-s.normalized_overlap, -s.shared_neighbor_count, s.name))
     return tuple(found[: settings.community_max_siblings])

@@ -46,7 +46,14 @@ def reference_sql(files: FromClause) -> ColumnElement[float]:
 
 def weight_sql(files: FromClause, now: float, settings: Settings) -> ColumnElement[float]:
     """SQL computing :func:`weight` for each row of ``files``; same numbers as the Python one."""
-    age = func.floor((literal(now, Float) - reference_sql(files)) / SECONDS_PER_DAY)
+    return weight_of_sql(reference_sql(files), now, settings)
+
+
+def weight_of_sql(
+    reference: ColumnElement[float], now: float, settings: Settings
+) -> ColumnElement[float]:
+    """SQL computing :func:`weight` of a reference-time expression."""
+    age = func.floor((literal(now, Float) - reference) / SECONDS_PER_DAY)
     grace = literal(settings.grace_days, Float)
     decayed: ColumnElement[float]
     if settings.decay_model == "exponential":

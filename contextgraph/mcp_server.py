@@ -305,15 +305,13 @@ def create_server(database: str | None = None) -> MCPServer:
 
         Examples: visualize("Machine Learning"); visualize("Raft", depth=1, max_nodes=15).
         """
-        mermaid = graph.call(
-            lambda g: g.visualize(concept_name, depth=depth, max_nodes=max_nodes)
-        )
+        mermaid = graph.call(lambda g: g.visualize(concept_name, depth=depth, max_nodes=max_nodes))
         return CallToolResult(
             content=[TextContent(type="text", text=mermaid)],
             structured_content={"concept": concept_name, "mermaid": mermaid},
         )
 
-    for fn, annotations in (
+    for fn, hints in (
         (build_context, _READ_ONLY),
         (expand, _READ_ONLY),
         (sync, _SYNC),
@@ -325,7 +323,7 @@ def create_server(database: str | None = None) -> MCPServer:
         server.add_tool(
             fn,
             description=inspect.cleandoc(fn.__doc__ or ""),
-            annotations=annotations,
+            annotations=hints,
             structured_output=True,
         )
     return server
@@ -394,7 +392,9 @@ class _Server(MCPServer[None]):
                 f"{'.'.join(str(part) for part in err['loc']) or 'arguments'}: {err['msg']}"
                 for err in cause.errors()
             )
-            raise ToolError(f"Error executing tool {name}: invalid arguments: {problems}") from cause
+            raise ToolError(
+                f"Error executing tool {name}: invalid arguments: {problems}"
+            ) from cause
 
 
 def _one_line(text: str, *, limit: int = 500) -> str:

@@ -23,6 +23,7 @@ from sqlalchemy import Connection, Engine, func, or_, select, update
 from contextgraph import db
 from contextgraph.errors import InvalidArgument, NotFound, UnsafePath
 from contextgraph.models import Entity, File, Mention, Source, table_of
+from contextgraph.neighbourhood import bump_version
 
 T_FILES = table_of(File)
 T_SOURCES = table_of(Source)
@@ -80,10 +81,10 @@ def check_relative(path: str) -> str:
     unified = path.replace("\\", "/")
     if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or unified.startswith("~"):
         raise UnsafePath("absolute paths are refused: give a path relative to its source")
-    parts = PurePosixPath(unified).parts
-    if any(part == ".." for part in parts):
+    if any(part == ".." for part in unified.split("/")):
         raise UnsafePath("'..' is refused: paths stay inside their source")
-    return "/".join(p for p in parts if p not in ("", "."))
+    # A backslash is an ordinary file-name character here: only '/' separates.
+    return "/".join(p for p in path.split("/") if p not in ("", "."))
 
 
 def _candidates(conn: Connection, identifier: str) -> list[Any]:
@@ -160,6 +161,7 @@ def read_note(
             .where(T_FILES.c.id == row.id)
             .values(last_accessed=func.max(func.coalesce(T_FILES.c.last_accessed, stamp), stamp))
         )
+        bump_version(conn)  # the read changes decay weights: cached neighbourhoods are stale
         last = conn.execute(
             select(T_FILES.c.last_accessed).where(T_FILES.c.id == row.id)
         ).scalar_one_or_none()

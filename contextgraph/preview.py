@@ -5,11 +5,17 @@ concept, else the first that links the query concept, else the start of the body
 
 Sentences are split on ``.``, ``!`` or ``?`` followed by whitespace (never inside a
 ``[[...]]`` link, so ``[[node.js]]`` stays whole), at blank lines, and at line breaks that start
-a block element (heading, list item, block quote, fence).  Fenced code blocks are never part of
-a preview, and a link counts only where :func:`contextgraph.wikilinks.find_links` finds it (so
-links in code or HTML comments do not).  The excerpt keeps the markdown of the sentence (links
-stay ``[[...]]``) but drops leading block markers (``#``, ``-``, ``*``, ``+``, ``>``, ``1.``) and
-collapses whitespace runs to one space.
+a block element (heading, list item, block quote, fence, thematic break).  Fenced code blocks
+are never part of a preview, and a link counts only where
+:func:`contextgraph.wikilinks.find_links` finds it (so links in code or HTML comments do not).
+The excerpt keeps the markdown of the sentence (links stay ``[[...]]``) but drops leading block
+markers (``#``, ``-``, ``*``, ``+``, ``>``, ``1.``) and collapses whitespace runs to one space.
+
+The fallback "start of the body" skips headings (the title is shown elsewhere) unless the note
+has nothing else, and takes whole sentences while they fit in ``limit``.  A chosen sentence
+longer than ``limit`` is cut at the last word boundary (not inside a ``[[...]]`` link when
+avoidable) and gets ``…``; so the result has at most ``limit + 1`` characters, and never more
+than ``hard_limit``.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ __all__ = ["content_preview"]
 
 _ELLIPSIS = "…"
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
-_BLANK_RE = re.compile(r"[ \t]*(?:\r\n|\r|\n)?")
+# A setext underline (group 1) or a thematic break.
+_RULE_RE = re.compile(r"[ \t]{0,3}(=+|-+)[ \t]*|[ \t]{0,3}([-*_])[ \t]*(?:\2[ \t]*){2,}")
 # A line that starts a block element (so the line break before it ends a sentence).
 _BLOCK_START_RE = re.compile(r"[ \t]*(?:(?:#{1,6}|[-*+]|\d{1,9}[.)])(?:[ \t]|$)|>)")
 _HEADING_RE = re.compile(r" {0,3}(?:>[ \t]?)*#{1,6}(?:[ \t]|$)")
@@ -41,12 +48,13 @@ _LINK_SPAN_RE = re.compile(r"!?\[\[[^\[\]]*\]\]")
 def _blocks(text: str, start: int) -> list[tuple[int, int, bool]]:
     """Split the body into (start, end, is_heading) ranges of consecutive lines.
 
-    Blank lines and fenced code blocks separate blocks and are left out; a line that starts a
-    block element starts a new block.
+    Blank lines, thematic breaks, setext underlines and fenced code blocks separate blocks and
+    are left out; a line that starts a block element (heading, list item, quote) starts a new
+    block, except that the lines of one block quote stay together.
     """
     blocks: list[tuple[int, int, bool]] = []
     current: list[int] | None = None  # [start, end] of the open block
-    heading = False
+    heading = quote = False
     fence: str | None = None
     for m in _LINE_RE.finditer(text, start):
         line_start, line_end = m.span()
@@ -58,20 +66,25 @@ def _blocks(text: str, start: int) -> list[tuple[int, int, bool]]:
                 fence = None
             continue
         opened = _FENCE_RE.match(line)
-        blank = _BLANK_RE.fullmatch(text, line_start, line_end) is not None
-        if opened or blank or _BLOCK_START_RE.match(line) or heading:
+        rule = _RULE_RE.fullmatch(line)
+        if rule and rule.group(1) and current is not None and not quote:
+            heading = True  # setext underline: the open block was a heading
+        starts = _BLOCK_START_RE.match(line) is not None
+        continues_quote = quote and line.lstrip(" \t").startswith(">")
+        if opened or rule or not line.strip() or heading or (starts and not continues_quote):
             if current is not None:
                 blocks.append((current[0], current[1], heading))
             current = None
-            heading = False
+            heading = quote = False
         if opened:
             fence = opened.group(1)
             continue
-        if blank:
+        if rule or not line.strip():
             continue
         if current is None:
             current = [line_start, line_start + len(line)]
             heading = _HEADING_RE.match(line) is not None
+            quote = line.lstrip(" \t").startswith(">")
         else:
             current[1] = line_start + len(line)
     if current is not None:

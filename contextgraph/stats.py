@@ -27,7 +27,9 @@ T_RUNS = table_of(CommunityRun)
 
 def counts(conn: Connection) -> dict[str, Any]:
     """Count sources, files by kind, entities by kind, relations and communities."""
-    files: dict[str, int] = dict(conn.execute(select(T_FILES.c.kind, func.count()).group_by(T_FILES.c.kind)).all())
+    files: dict[str, int] = dict(
+        conn.execute(select(T_FILES.c.kind, func.count()).group_by(T_FILES.c.kind)).all()
+    )
     entities: dict[str, int] = dict(
         conn.execute(select(T_ENTITIES.c.kind, func.count()).group_by(T_ENTITIES.c.kind)).all()
     )

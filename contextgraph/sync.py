@@ -42,6 +42,7 @@ from contextgraph import db
 from contextgraph.errors import SyncInProgress
 from contextgraph.ingest import Job, Prepared, prepare
 from contextgraph.models import ConceptRelation, Entity, File, Mention, Meta, Relation, table_of
+from contextgraph.neighbourhood import bump_version
 from contextgraph.scan import ScannedFile, scan
 from contextgraph.settings import Settings
 from contextgraph.sources import SourceInfo, list_sources
@@ -547,6 +548,8 @@ def _apply(
         _apply_concepts(conn, settings, applied)
     if touched:
         _delete_orphan_concepts(conn, touched)
+    if ops:
+        bump_version(conn)  # reference times, mentions or counts may have changed
     return graph_changed, code_changed
 
 

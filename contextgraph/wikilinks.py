@@ -16,7 +16,8 @@ Target (``inner`` -> target), in this order
        Dendron's alias-first ``[[label|target]]`` links yield the *label* as concept.
     2. Cut at the first ``#`` when non-blank text follows it (``[[Note#Heading]]``,
        ``[[Note#^block]]``, Dendron ``![[note#h,1:#*]]`` -> ``Note``/``note``); ``[[C#]]`` stays
-       ``C#``.  ``[[#Heading]]`` (a link into the same note) thus has an empty target.
+       ``C#``.  ``[[#Heading]]`` (a link into the same note) thus has an empty target and is
+       counted as dropped.
     3. Drop a trailing ``.md`` (case-insensitive, trailing blanks ignored).
     Targets whose extension names an attachment (:data:`ATTACHMENT_EXTENSIONS`,
     case-insensitive) are not concepts.
@@ -29,28 +30,40 @@ Normalisation (:func:`normalize`)
 
 What is not scanned
     YAML frontmatter, fenced and indented code blocks, inline code spans, HTML blocks and HTML
-    comments, all as CommonMark (markdown-it-py, ``commonmark`` preset) defines them.  Other inline
-    HTML tags are *not* masked.  Link reference definitions (``[x]: x.md "X"``, Foam footers) are
-    scanned like text and never turn ``[[x]]`` into something else.
+    comments, all as CommonMark (markdown-it-py, ``commonmark`` preset) defines them.  Everything
+    else is scanned as written: other inline HTML tags are *not* masked, link reference
+    definitions (``[x]: x.md "X"``, Foam footers) are scanned like text and never turn ``[[x]]``
+    into an ordinary link, and a wikilink inside an inline link's destination counts (Logseq's
+    ``[label]([[page]])``).  (A backtick inside an inline link's destination is taken to open a
+    code span, where markdown-it would not; no real vault in the test corpora does that.)
 
 Frontmatter (:func:`parse_frontmatter`)
     The text may start with a BOM.  The first line must be ``---`` (trailing blanks allowed) and a
     later line ``---`` or ``...`` closes it; unclosed means there is no frontmatter.  A closed
     block is *always* skipped as frontmatter, even when its YAML is invalid or not a mapping
     (then ``title``/``created`` are ``None`` and a warning is reported).  Frontmatter over
-    :data:`MAX_FRONTMATTER_CHARS` characters is not parsed (warning).  Only safe YAML loading is
-    used; simple ``key: scalar`` blocks are read by a small exact subset parser that uses
-    PyYAML's own scalar resolution.
+    :data:`MAX_FRONTMATTER_CHARS` characters, or nested more than 64 levels, is not parsed
+    (warning).  YAML is only loaded with ``yaml.safe_load``; since that costs ~0.5 ms per note,
+    the common simple shapes (``key: scalar`` lines, nested block mappings/sequences of plain or
+    quoted scalars, ``|``/``>`` block scalars) are first read by a small subset reader that
+    uses PyYAML's own resolver and constructors and gives exactly what ``safe_load`` gives
+    (differential test); anything outside the subset goes to ``safe_load``.
+    ``created``: a YAML date or datetime, or an ISO-8601 string; converted to UTC (naive values
+    are taken as UTC, dates become midnight UTC).  Anything else (e.g. Dendron's epoch
+    milliseconds) gives ``None`` and a warning.  ``title``: ``str()`` of a scalar.
 
-Performance design of :func:`find_links`
+Performance design of :func:`find_links` (the cheapest applicable exact method is used)
     1. Fast path: when the body provably contains no code and no HTML that could hold a link, a
        single regular expression scans it (:func:`_fast_path_ok`, :func:`_find_links_fast`).
-    2. Otherwise a block classifier that ports markdown-it-py's block rules (without tokens)
+    2. Medium path: when no block-level code/HTML can exist, code spans are masked per chunk of
+       non-blank lines, if provably the same as per paragraph (:func:`_find_links_medium`).
+    3. Otherwise a block classifier that ports markdown-it-py's block rules (without tokens)
        finds code/HTML lines and paragraph boundaries (:func:`_find_links_blocks`); inside
        paragraphs and headings, code spans and HTML comments are masked exactly as markdown-it's
        inline rules would find them.
-    3. :func:`_find_links_slow` does the same using markdown-it-py itself (block parse with the
+    4. :func:`_find_links_slow` does the same using markdown-it-py itself (block parse with the
        core ``inline`` rule disabled); it is the reference and the fallback.
+    All give identical results (differential tests, and over the real vaults).
 """
 
 from __future__ import annotations
@@ -189,16 +202,20 @@ def _scan(s: str, base: int, text: str, out: list[Link], pos: int = 0) -> None:
         out.append(_make_link(text, base + start, base + m.end(), embed))
 
 
-@lru_cache(maxsize=8192)
 def _resolve_inner(inner: str) -> tuple[str, str]:
-    """Return (target, concept) for the text between the brackets (cached: names repeat)."""
+    """Return (target, concept) for the text between the brackets."""
     target = _target_of(inner)
     return target, _concept_of(target)
 
 
+_resolve_inner_cached = lru_cache(maxsize=8192)(_resolve_inner)  # names repeat a lot
+
+
 def _make_link(text: str, start: int, end: int, embed: bool) -> Link:
     """Build a Link from its span in the original text."""
-    target, concept = _resolve_inner(text[start + (3 if embed else 2) : end - 2])
+    inner = text[start + (3 if embed else 2) : end - 2]
+    resolve = _resolve_inner_cached if len(inner) <= 2 * MAX_CONCEPT_LENGTH else _resolve_inner
+    target, concept = resolve(inner)
     return Link(start, end, target, concept, embed)
 
 
@@ -249,8 +266,8 @@ class Frontmatter:
 _YAML_BAD_RE = re.compile(
     "[\t\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]"
 )
-_YAML_KEY_RE = re.compile(r"([A-Za-z_](?:[A-Za-z0-9_.-]| (?=[A-Za-z0-9_.-]))*):((?: .*)?)")
-_FLAT_KEY = r"[A-Za-z_](?:[A-Za-z0-9_.-]| (?=[A-Za-z0-9_.-]))*"
+_FLAT_KEY = r"[A-Za-z_][A-Za-z0-9_.-]*(?: [A-Za-z0-9_.-]+)*"  # words joined by single spaces
+_YAML_KEY_RE = re.compile(rf"({_FLAT_KEY}):((?: .*)?)")
 _FLAT_VALUE = (
     r"(?:[^\s\-?:,\[\]{}#&*!|>'\"%@`][^\s:]*(?:(?::(?=\S)| +(?=[^\s#]))[^\s:]*)*"  # plain
     r"|'(?:[^'\n]|'')*'"  # single-quoted
@@ -286,14 +303,17 @@ _PLAIN_BAD_FIRST = frozenset("-?:,[]{}#&*!|>'\"%@`")
 _BLOCK_SCALAR_HEADERS = frozenset({"|", "|-", ">", ">-"})
 _LINE_BREAK_RE = re.compile(r"\r\n|\r|\n")
 _WANTED_KEYS = ("title", "created")
+_WANTED_LINES = tuple((key, f"\n{key}:", f"{key}:") for key in _WANTED_KEYS)
+_SCALAR_TYPES = (str, int, float, bool, date)
 _YAML_RESOLVER = yaml.resolver.Resolver()
 _YAML_CONSTRUCTORS: dict[Any, Any] = yaml.constructor.SafeConstructor.yaml_constructors
 _YAML_CONSTRUCTOR = yaml.constructor.SafeConstructor()
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
-_RESOLVER_FIRST_CHARS = frozenset(
-    ch
-    for ch in yaml.resolver.Resolver.yaml_implicit_resolvers
-    if ch  # '' is the empty value
+# First characters some implicit resolver applies to (all of them if one applies to any).
+_RESOLVER_FIRST_CHARS: frozenset[str] | None = (
+    frozenset(ch for ch in yaml.resolver.Resolver.yaml_implicit_resolvers if ch)
+    if None not in yaml.resolver.Resolver.yaml_implicit_resolvers
+    else None
 )
 _MAX_YAML_NESTING = 64
 
@@ -302,15 +322,24 @@ class _NotSimple(Exception):
     """The frontmatter is outside the simple subset."""
 
 
+class _Plain(str):
+    """A plain scalar read by _SimpleYaml, to be resolved later."""
+
+    __slots__ = ()
+
+
 class _SimpleYaml:
     """Recursive-descent reader for the simple subset; collects the wanted top-level keys."""
 
-    __slots__ = ("lines", "n", "result")
+    __slots__ = ("checks", "lines", "n", "result")
 
     def __init__(self, source: str) -> None:
         self.lines = _LINE_BREAK_RE.split(source)
         self.n = len(self.lines)
+        # Plain scalars are constructed only once the whole block is known to be in the
+        # subset (constructing may fail, and PyYAML could read the block differently).
         self.result: dict[str, Any] = {}
+        self.checks: list[str] = []
 
     def next_content(self, i: int) -> tuple[int, int]:
         """Skip blank and comment lines; return (index, indentation) of the next line."""
@@ -393,7 +422,9 @@ class _SimpleYaml:
             if not block:
                 raise _NotSimple
             text = (" " if rest[0] == ">" else "\n").join(block)
-            return (text if rest.endswith("-") else text + "\n"), i
+            if rest.endswith("-") or i == self.n:  # strip, or no line break after the last line
+                return text, i
+            return text + "\n", i
         if rest[0] == "'":
             inner = rest[1:-1]
             if len(rest) < 2 or rest[-1] != "'" or "'" in inner.replace("''", ""):
@@ -407,14 +438,12 @@ class _SimpleYaml:
                 item = item.strip(" ")
                 if _FLOW_ITEM_BAD_RE.search(item):
                     raise _NotSimple
-                _check_plain(item)
+                self.checks.append(item)
             return [], i
         if rest[0] in _PLAIN_BAD_FIRST or ": " in rest or " #" in rest or rest[-1] == ":":
             raise _NotSimple
-        if wanted:
-            return _plain_scalar(rest), i
-        _check_plain(rest)
-        return None, i
+        self.checks.append(rest)  # also for wanted keys: a later duplicate may replace it
+        return (_Plain(rest) if wanted else None), i
 
 
 def _double_quoted(rest: str) -> str:
@@ -454,7 +483,7 @@ def _resolve(value: str) -> str:
 
 def _plain_scalar(value: str) -> Any:
     """Resolve and construct a plain scalar like PyYAML does."""
-    if value[0] not in _RESOLVER_FIRST_CHARS:
+    if _RESOLVER_FIRST_CHARS is not None and value[0] not in _RESOLVER_FIRST_CHARS:
         return value  # no implicit resolver can apply: a str
     if value.isascii() and value.isdigit() and (value[0] != "0" or value == "0"):
         return int(value)  # what the int resolver and constructor give for plain decimals
@@ -487,9 +516,9 @@ def _simple_yaml(source: str) -> dict[str, Any] | None:
         for m in _FLAT_DATE_VALUE_RE.finditer(source):
             _check_plain(m.group(1).rstrip(" "))
         result: dict[str, Any] = {}
-        for key in _WANTED_KEYS:
-            at = source.rfind(f"\n{key}:")
-            if at < 0 and not source.startswith(f"{key}:"):
+        for key, inner_line, first_line in _WANTED_LINES:
+            at = source.rfind(inner_line)
+            if at < 0 and not source.startswith(first_line):
                 continue
             at += 1  # start of the (last) line with the key; 0 when it is the first line
             end = source.find("\n", at)
@@ -501,7 +530,12 @@ def _simple_yaml(source: str) -> dict[str, Any] | None:
         return None
     if width > 0 or reader.mapping(start, 0, True) < reader.n:
         raise _NotSimple
-    return reader.result
+    for value in reader.checks:
+        _check_plain(value)
+    return {
+        key: _plain_scalar(value) if isinstance(value, _Plain) else value
+        for key, value in reader.result.items()
+    }
 
 
 def _flat_scalar(rest: str) -> Any:
@@ -593,7 +627,7 @@ def _read_frontmatter(text: str) -> tuple[str | None, datetime | None, int, list
     title: str | None = None
     raw_title = data.get("title")
     if raw_title is not None:
-        if isinstance(raw_title, str | int | float | bool | date):
+        if isinstance(raw_title, _SCALAR_TYPES):
             title = str(raw_title)
         else:
             warnings.append(f"'title' is not a scalar ({type(raw_title).__name__})")
@@ -620,7 +654,7 @@ def parse_frontmatter(text: str) -> Frontmatter:
 # quote markers and list markers.
 _PREFIX = r"[ \t>*+.)0-9-]*"
 _HTML_LINE_RE = re.compile(rf"^{_PREFIX}<", re.MULTILINE)
-_INDENTED_LINK_LINE_RE = re.compile(rf"^{_PREFIX}?(?:\t|    )[^\n]*\[\[", re.MULTILINE)
+_PREFIX_RE = re.compile(_PREFIX)
 
 
 def _normalise_newlines(s: str) -> str:
@@ -637,10 +671,22 @@ def _fast_path_ok(text: str, start: int | None = None) -> bool:
         return False
     if "<" in body and _HTML_LINE_RE.search(_normalise_newlines(body)):
         return False
-    return not (
-        ("\t" in body or "    " in body)
-        and _INDENTED_LINK_LINE_RE.search(_normalise_newlines(body))
-    )
+    return not (("\t" in body or "    " in body) and _indented_link_line(_normalise_newlines(body)))
+
+
+def _indented_link_line(src: str) -> bool:
+    """Return True if a line with ``[[`` has a tab or four spaces in its prefix (LF text)."""
+    pos = src.find("[[")
+    while pos >= 0:
+        line_start = src.rfind("\n", 0, pos) + 1
+        prefix = _PREFIX_RE.match(src, line_start)
+        if prefix is not None and ("\t" in prefix.group() or "    " in prefix.group()):
+            return True
+        line_end = src.find("\n", pos)
+        if line_end < 0:
+            break
+        pos = src.find("[[", line_end)
+    return False
 
 
 def _find_links_fast(text: str, start: int | None = None) -> list[Link]:
@@ -693,6 +739,7 @@ class _Body:
 
 _BLANK_AFTER_RE = re.compile(r"\n[ \t]*\n")
 _INLINE_SPECIAL_RE = re.compile(r"[`\\<]")
+_ANGLE_RE = re.compile(r"[<>]")
 _MD = MarkdownIt("commonmark")
 
 
@@ -710,11 +757,22 @@ def _backtick_runs(s: str) -> dict[int, int]:
     return last
 
 
-def _angle(s: str, i: int) -> tuple[int, bool] | None:
-    """At a ``<``: return (end, is_comment) of an autolink or inline HTML, else None."""
+def _angle(s: str, i: int, last: dict[str, int]) -> tuple[int, bool] | None:
+    """At a ``<``: return (end, is_comment) of an autolink or inline HTML, else None.
+
+    ``last`` caches the last position of each terminator (markdown-it's quick rejections).
+    """
+
+    def rfind(term: str) -> int:
+        found = last.get(term)
+        if found is None:
+            found = last[term] = s.rfind(term)
+        return found
+
     n = len(s)
-    gt = s.find(">", i + 1)
-    if gt >= 0 and s.find("<", i + 1, gt) < 0:
+    close = _ANGLE_RE.search(s, i + 1)  # an autolink ends at the first `>`, fails at a `<`
+    if close is not None and close.group() == ">":
+        gt = close.start()
         url = s[i + 1 : gt]
         if AUTOLINK_RE.search(url) is not None:
             if _MD.validateLink(_MD.normalizeLink(url)):
@@ -729,25 +787,21 @@ def _angle(s: str, i: int) -> tuple[int, bool] | None:
     if ch not in "!?/" and not ("a" <= ch <= "z" or "A" <= ch <= "Z"):
         return None
     if s.startswith("<!--", i):
-        last_gt = s.rfind(">")
+        last_gt = rfind(">")
         if last_gt < i + 4:
             return None
-        if (
-            not s.startswith("<!-->", i)
-            and not s.startswith("<!--->", i)
-            and s.rfind("-->") < i + 4
-        ):
+        if not s.startswith("<!-->", i) and not s.startswith("<!--->", i) and rfind("-->") < i + 4:
             return None
     elif s.startswith("<![CDATA[", i):
-        if s.rfind("]]>") < i + 9:
+        if rfind("]]>") < i + 9:
             return None
     elif ch == "?":
-        if s.rfind("?>") < i + 2:
+        if rfind("?>") < i + 2:
             return None
     elif ch == "!":
-        if s.rfind(">") < i + 3:
+        if rfind(">") < i + 3:
             return None
-    elif s.rfind(">") < i + 2:
+    elif rfind(">") < i + 2:
         return None
     m = HTML_TAG_RE.match(s, i)
     if m is None:
@@ -764,8 +818,15 @@ def _mask_inline(s: str) -> str:
     """
     if "`" not in s and "<" not in s:
         return s
+    return _mask_inline_checked(s)[0]
+
+
+def _mask_inline_checked(s: str) -> tuple[str, bool]:
+    """Return :func:`_mask_inline` of ``s`` and whether a consumed construct spans lines."""
+    crosses = False
     regions: list[tuple[int, int]] = []
     runs: dict[int, int] | None = None
+    terminators: dict[str, int] = {}
     pos = 0
     n = len(s)
     search = _INLINE_SPECIAL_RE.search
@@ -794,18 +855,20 @@ def _mask_inline(s: str) -> str:
                     if e - k == length:
                         regions.append((i, e))
                         pos = e
+                        crosses = crosses or s.find("\n", i, e) >= 0
                         break
                     k = s.find("`", e)
         else:
-            found = _angle(s, i)
+            found = _angle(s, i, terminators)
             if found is None:
                 pos = i + 1
             else:
                 pos, is_comment = found
                 if is_comment:
                     regions.append((i, pos))
+                crosses = crosses or s.find("\n", i, pos) >= 0
     if not regions:
-        return s
+        return s, crosses
     parts: list[str] = []
     last = 0
     for a, b in regions:
@@ -813,7 +876,7 @@ def _mask_inline(s: str) -> str:
         parts.append("\n" * (b - a))
         last = b
     parts.append(s[last:])
-    return "".join(parts)
+    return "".join(parts), crosses
 
 
 # A group is one paragraph or heading: (first_line, end_line, start_col, end_col).  With
@@ -878,6 +941,102 @@ def _collect(
             shift = origins[j] - bases[j]
             links.append(_make_link(text, start + shift, m.end() + shift, embed))
     links.sort(key=lambda link: link.start)
+    return links
+
+
+# --------------------------------------------------------------------------------------------
+# Medium path: code can only be inline
+# --------------------------------------------------------------------------------------------
+
+_FENCE_LINE_RE = re.compile(rf"^{_PREFIX}(?:```|~~~)", re.MULTILINE)
+_DEFINITION_LINE_RE = re.compile(rf"^{_PREFIX}\[(?!\[)", re.MULTILINE)
+_LONG_PREFIX_RE = re.compile(rf"^{_PREFIX[:-1]}{{5,}}+(?=\S)", re.MULTILINE)
+_CHUNK_SEP_RE = re.compile(r"\n[ \t]*\n")
+
+
+def _blank_top_level_fences(body: str) -> str | None:
+    """Replace fenced code blocks by spaces, if every fence line starts at column 0.
+
+    A line starting with a fence at column 0 is always at the top level: it ends any list
+    item or block quote (it is no lazy continuation), so fences pair up in order.  Returns
+    None when some fence line is indented or inside a container (then it gives up).
+    """
+    spans: list[tuple[int, int]] = []
+    open_at = -1
+    marker = ""
+    length = 0
+    for m in _FENCE_LINE_RE.finditer(body):
+        line_start = m.start()
+        if m.end() - line_start != 3:
+            return None  # a prefix before the fence
+        line_end = body.find("\n", line_start)
+        line = body[line_start : line_end if line_end >= 0 else None]
+        ch = line[0]
+        run = len(line) - len(line.lstrip(ch))
+        if open_at < 0:
+            if ch == "`" and "`" in line[run:]:
+                continue  # no fence: inline code in a paragraph
+            open_at, marker, length = line_start, ch, run
+        elif ch == marker and run >= length and not line[run:].strip(" \t"):
+            spans.append((open_at, len(body) if line_end < 0 else line_end))
+            open_at = -1
+    if open_at >= 0:
+        spans.append((open_at, len(body)))  # an unclosed fence runs to the end
+    parts: list[str] = []
+    last = 0
+    for a, b in spans:
+        parts.append(body[last:a])
+        parts.append("\n".join(" " * len(line) for line in body[a:b].split("\n")))
+        last = b
+    parts.append(body[last:])
+    return "".join(parts)
+
+
+def _find_links_medium(text: str, start: int | None = None) -> list[Link] | None:
+    """Find links without a block parse when only inline code can hide them; None if unsure.
+
+    It applies when the body (LF line ends) has, outside fenced code blocks that all start at
+    column 0, no other fence line, no HTML block start, no HTML comment, no link reference
+    definition, no line with a link and an indented prefix, and no container nesting deep
+    enough to reach markdown-it's nesting limit: then every line with a link outside the
+    fences is paragraph or heading text.  Code spans are masked per chunk of non-blank lines
+    (a superset of a paragraph); if no code span or HTML tag of such a chunk crosses a line
+    end, the result is the same as masking each paragraph, else it gives up.
+    """
+    if start is None:
+        start = _body_offset(text)
+    body = text[start:]
+    if "\r" in body:
+        return None
+    if "```" in body or "~~~" in body:
+        blanked = _blank_top_level_fences(body)
+        if blanked is None:
+            return None
+        body = blanked  # same offsets, fenced code replaced by spaces
+    if "<!--" in body:
+        return None
+    if "<" in body and _HTML_LINE_RE.search(body):
+        return None
+    if "]:" in body and _DEFINITION_LINE_RE.search(body):
+        return None
+    if ("\t" in body or "    " in body) and _indented_link_line(body):
+        return None
+    for m in _LONG_PREFIX_RE.finditer(body):  # 20 columns: room for 20 nested containers
+        if len(m.group()) + 3 * m.group().count("\t") >= 20:
+            return None
+    links: list[Link] = []
+    chunk_start = 0
+    for sep in [*_CHUNK_SEP_RE.finditer(body), None]:
+        chunk_end = len(body) if sep is None else sep.start()
+        if body.find("[[", chunk_start, chunk_end) >= 0:
+            chunk = body[chunk_start:chunk_end]
+            if "`" in chunk or "<" in chunk:
+                chunk, crosses = _mask_inline_checked(chunk)
+                if crosses:
+                    return None
+            _scan(chunk, start + chunk_start, text, links)
+        if sep is not None:
+            chunk_start = sep.end()
     return links
 
 
@@ -1015,10 +1174,6 @@ class _Blocks:
 
     def _is_code(self, line: int) -> bool:
         return self.sCount[line] - self.blkIndent >= 4
-
-    def _first_char(self, line: int) -> str:
-        pos = self.bMarks[line] + self.tShift[line]
-        return self.src[pos] if pos < len(self.src) else ""
 
     def _skip_spaces(self, pos: int) -> int:
         src = self.src
@@ -1616,7 +1771,7 @@ class _Blocks:
             return False
         closer, can_terminate = seq[1], seq[2]
         if silent:
-            return can_terminate
+            return bool(can_terminate)
         next_line = start_line + 1
         ends_on_blank_line = bool(closer.search(""))
         if not closer.search(line_text):
@@ -1761,9 +1916,14 @@ def _find_links_from(text: str, start: int) -> list[Link]:
     if _fast_path_ok(text, start):
         return _find_links_fast(text, start)
     try:
-        return _find_links_blocks(text, start)
-    except RecursionError:
+        links = _find_links_medium(text, start)
+        return _find_links_blocks(text, start) if links is None else links
+    except Exception:  # never expected (tests check they agree); markdown-it is the fallback
+        pass
+    try:
         return _find_links_slow(text, start)
+    except Exception:  # markdown-it-py 4.3.0 raises IndexError on e.g. "> - <pre>\n>"
+        return _find_links_fast(text, start)  # rather every link than no note at all
 
 
 @dataclass(frozen=True)

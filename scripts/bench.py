@@ -49,11 +49,13 @@ def generate_vault(root: Path, notes: int, seed: int = 7) -> None:
         created = time.strftime("%Y-%m-%d", time.gmtime(start + rng.random() * 3.9 * 365 * 86400))
         lines = [f"---\ntitle: Note {n}\ncreated: {created}\n---", f"# Note {n}", ""]
         for i, link in enumerate(links):
-            filler = " ".join(rng.choices(WORDS, k=rng.randint(5, 20)))
+            filler = " ".join(rng.choices(WORDS, k=rng.randint(4, 14)))
             alias = f"|{link.lower()}" if i % 7 == 3 else ""
-            lines.append(f"{filler.capitalize()} about [[{link}{alias}]]. {filler}.")
+            lines.append(f"{filler.capitalize()} about [[{link}{alias}]].")
             if i % 5 == 4:
                 lines.append("")
+        prose = " ".join(rng.choices(WORDS, k=rng.randint(60, 200)))
+        lines += ["", "## Notes", "", prose.capitalize() + "."]
         if n % 10 == 0:
             lines += ["", "```python", "x = '[[Not A Concept]]'", "```", ""]
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")

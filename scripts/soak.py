@@ -5,8 +5,9 @@
 
 For ``--seconds``, in parallel (processes started with ``spawn``):
 
-- W writers, each looping the real CLI ``contextgraph sync`` in a subprocess (one in four with
-  ``--no-wait``, where "a sync is running" is an expected answer, not an error);
+- W writers, each looping the real CLI ``contextgraph sync`` in a subprocess (one in five with
+  ``--no-wait``, where "a sync is running" is an expected answer, not an error; about one run in
+  seven is a ``communities --rebuild`` instead, which races the syncs' own recomputes);
 - one editor that edits, creates, deletes and renames notes (paths are never reused, and every
   edit changes the file's size, so the mtime granularity cannot hide an edit from a later sync);
 - R readers, each with its own ``ContextGraph`` looping over ``read`` (a ``last_accessed`` write;
@@ -16,9 +17,10 @@ For ``--seconds``, in parallel (processes started with ``spawn``):
 Then the editor stops, a final sync runs, and the store is checked: ``doctor().ok``,
 ``PRAGMA integrity_check``, no acknowledged read lost (``last_accessed`` is at least the recorded
 time for every note still at the same path), and the store equals a from-scratch sync of the final
-files (``tests/conftest.py``'s ``snapshot``). Errors are any exception or non-zero exit other than
-the expected ones (a note deleted between listing and reading it, ``--no-wait`` refused);
-``locked_errors`` counts those that mention "database is locked" and must be 0.
+files (``tests/conftest.py``'s ``snapshot``), with the same community partition. Errors are any
+exception or non-zero exit other than the expected ones (a note deleted between listing and
+reading it, ``--no-wait`` refused); ``locked_errors`` counts those that mention "database is
+locked" and must be 0.
 """
 
 from __future__ import annotations
@@ -44,11 +46,48 @@ TESTS = str(REPO / "tests")
 if str(REPO) not in sys.path:  # run from a checkout: test this checkout's library
     sys.path.insert(0, str(REPO))
 
-WORDS = (
-    "alpha beta gamma delta graph vector index query cache store model layer token stream "
-    "batch shard replica commit merge branch schema table column row page block node edge "
-    "cluster signal trace metric span event queue topic worker scheduler kernel thread"
-).split()
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "graph",
+    "vector",
+    "index",
+    "query",
+    "cache",
+    "store",
+    "model",
+    "layer",
+    "token",
+    "stream",
+    "batch",
+    "shard",
+    "replica",
+    "commit",
+    "merge",
+    "branch",
+    "schema",
+    "table",
+    "column",
+    "row",
+    "page",
+    "block",
+    "node",
+    "edge",
+    "cluster",
+    "signal",
+    "trace",
+    "metric",
+    "span",
+    "event",
+    "queue",
+    "topic",
+    "worker",
+    "scheduler",
+    "kernel",
+    "thread",
+]
 CONCEPTS = [f"{a.title()} {b}" for a in WORDS[:12] for b in WORDS[12:24]]
 ERRORS_KEPT = 20
 
@@ -122,10 +161,8 @@ def _error(errors: list[str], message: str) -> None:
 # -- the roles (module-level functions, so a spawned child can import them) ----------------------
 
 
-def writer(
-    database: str, vault: str, seconds: float, start: Any, out: str, index: int
-) -> None:
-    """Loop ``contextgraph sync`` in subprocesses until the time is up."""
+def writer(database: str, vault: str, seconds: float, start: Any, out: str, index: int) -> None:
+    """Loop ``contextgraph sync`` (now and then ``communities --rebuild``) until the time is up."""
     ops: dict[str, int] = {}
     errors: list[str] = []
     stats_file = str(Path(out).with_suffix(".locks"))
@@ -134,27 +171,31 @@ def writer(
     start.wait()
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        no_wait = rng.random() < 0.25
-        args = [sys.executable, "-c", _SYNC_WRAPPER, "--db", database, "sync", vault, "--json"]
+        roll = rng.random()
+        no_wait = roll < 0.2
+        kind = "rebuild" if roll > 0.85 else "sync"
+        # A rebuild takes no sync lock: it races the syncs' own community recomputes.
+        command = ["communities", "--rebuild"] if kind == "rebuild" else ["sync", vault]
+        args = [sys.executable, "-c", _SYNC_WRAPPER, "--db", database, *command, "--json"]
         if no_wait:
             args.append("--no-wait")
         try:
             proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
         except subprocess.TimeoutExpired:
-            _error(errors, "sync: did not finish within 600 s")
+            _error(errors, f"{kind}: did not finish within 600 s")
             continue
         if proc.returncode == 0:
             try:
                 json.loads(proc.stdout)
             except ValueError:
-                _error(errors, f"sync: stdout is not one JSON document: {proc.stdout[:200]!r}")
-            ops["sync"] = ops.get("sync", 0) + 1
+                _error(errors, f"{kind}: stdout is not one JSON document: {proc.stdout[:200]!r}")
+            ops[kind] = ops.get(kind, 0) + 1
         elif no_wait and proc.returncode == 1 and "running" in proc.stderr:
             ops["sync_refused_no_wait"] = ops.get("sync_refused_no_wait", 0) + 1
         else:
-            _error(errors, f"sync: exit {proc.returncode}: {proc.stderr[-400:]}")
+            _error(errors, f"{kind}: exit {proc.returncode}: {proc.stderr[-400:]}")
         if "Traceback" in proc.stderr:
-            _error(errors, f"sync: traceback on stderr: {proc.stderr[-400:]}")
+            _error(errors, f"{kind}: traceback on stderr: {proc.stderr[-400:]}")
     waits: list[float] = []
     if os.path.exists(stats_file):
         for line in Path(stats_file).read_text(encoding="utf-8").splitlines():
@@ -181,8 +222,7 @@ def reader(database: str, seconds: float, start: Any, out: str, index: int) -> N
         if n % 20 == 0 or not paths:
             with db.read(graph.engine) as conn:
                 paths = [
-                    r[0]
-                    for r in conn.execute(text("SELECT path FROM files WHERE kind = 'note'"))
+                    r[0] for r in conn.execute(text("SELECT path FROM files WHERE kind = 'note'"))
                 ]
         n += 1
         kind = rng.choices(["read", "context", "expand", "search"], weights=[4, 2, 2, 2])[0]
@@ -199,7 +239,9 @@ def reader(database: str, seconds: float, start: Any, out: str, index: int) -> N
                 else:
                     reads.append((path, before))
             elif kind == "context":
-                graph.build_context(rng.choice(CONCEPTS), depth=2, include_content=rng.random() < 0.3)
+                graph.build_context(
+                    rng.choice(CONCEPTS), depth=2, include_content=rng.random() < 0.3
+                )
             elif kind == "expand":
                 graph.expand([rng.choice(CONCEPTS)], max_depth=2)
             else:
@@ -272,6 +314,47 @@ def integrity(database: Path) -> str:
         conn.close()
 
 
+def partition(graph: Any) -> set[frozenset[str]]:
+    """The community partition as sets of concept names (ids differ between stores)."""
+    from sqlalchemy import text
+
+    from contextgraph import db
+
+    groups: dict[Any, set[str]] = {}
+    with db.read(graph.engine) as conn:
+        for key, community in conn.execute(
+            text("SELECT key, community_id FROM entities WHERE kind = 'concept'")
+        ):
+            groups.setdefault(community, set()).add(key)
+    return {frozenset(members) for members in groups.values()}
+
+
+def unassigned_concepts(graph: Any) -> int:
+    """How many concepts have no community."""
+    from sqlalchemy import text
+
+    from contextgraph import db
+
+    with db.read(graph.engine) as conn:
+        return int(
+            conn.execute(
+                text(
+                    "SELECT count(*) FROM entities WHERE kind = 'concept' AND community_id IS NULL"
+                )
+            ).scalar_one()
+        )
+
+
+def stale_markers(graph: Any) -> list[str]:
+    """The ``stale:*`` markers left in ``meta`` (none after a completed sync)."""
+    from sqlalchemy import text
+
+    from contextgraph import db
+
+    with db.read(graph.engine) as conn:
+        return [r[0] for r in conn.execute(text("SELECT key FROM meta WHERE key LIKE 'stale:%'"))]
+
+
 def load_snapshot() -> Any:
     """The canonical store dump of the test suite (one definition of "the same store")."""
     if TESTS not in sys.path:
@@ -288,7 +371,7 @@ def lost_reads(graph: Any, vault: Path, reads: list[tuple[str, float]]) -> list[
     from contextgraph import db
 
     with db.read(graph.engine) as conn:
-        stored = dict(
+        stored: dict[str, float | None] = dict(
             conn.execute(
                 text(
                     "SELECT f.path, f.last_accessed FROM files f JOIN sources s"
@@ -393,6 +476,11 @@ def run(
         lost = lost_reads(live, vault, reads)
         fresh.sync([vault])
         converged = snapshot(live) == snapshot(fresh)
+        communities = {
+            "partition_equal": partition(live) == partition(fresh),
+            "unassigned_concepts": unassigned_concepts(live),
+            "stale_markers": stale_markers(live),
+        }
         settled = live.sync().as_dict()["files"]
         idle = settled["added"] == settled["updated"] == settled["deleted"] == 0
     finally:
@@ -415,6 +503,10 @@ def run(
         "integrity": check,
         "doctor_ok": doctor_ok,
         "converged": converged,
+        "communities_converged": communities["partition_equal"]
+        and not communities["unassigned_concepts"]
+        and not communities["stale_markers"],
+        "communities": communities,
         "idle_after_final_sync": idle,
         "final_sync_s": round(final_sync, 3),
         "busy_waits": len(waits),

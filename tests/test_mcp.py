@@ -46,8 +46,9 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     """Call a tool that must succeed; return its structured content."""
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, text_of(result)
-    assert result.structured_content is not None
-    return result.structured_content
+    data: dict[str, Any] = result.structured_content
+    assert isinstance(data, dict)
+    return data
 
 
 async def fail(client: Client, tool: str, **arguments: Any) -> str:
@@ -108,9 +109,7 @@ async def test_build_context_tool_returns_what_the_library_returns(
     expected = store.build_context("Machine Learning", depth=2, max_entities=20).as_dict()
     assert got == as_json(expected)
     assert got["conceptName"] == "machine-learning" and got["directRelations"]
-    got = await call(
-        client, "build_context", concept_name="Kafka", depth=1, include_content=True
-    )
+    got = await call(client, "build_context", concept_name="Kafka", depth=1, include_content=True)
     expected = store.build_context("Kafka", depth=1, include_content=True).as_dict()
     assert got == as_json(expected)
 

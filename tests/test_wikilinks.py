@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 import pytest
@@ -28,6 +29,7 @@ from contextgraph.wikilinks import (
     _fast_path_ok,
     _find_links_blocks,
     _find_links_fast,
+    _find_links_medium,
     _find_links_slow,
     _NotSimple,
     _simple_yaml,
@@ -40,18 +42,34 @@ from contextgraph.wikilinks import (
 )
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+T = TypeVar("T")
 
 
 def concepts(text: str) -> dict[str, int]:
     return extract_note(text).concepts
 
 
+def markdown_it_survives(parse: Callable[[str], T], text: str) -> T:
+    """Run a markdown-it based function; skip the example if markdown-it itself crashes.
+
+    markdown-it-py 4.3.0 raises IndexError in ``StateBlock.getLines`` for a few inputs such as
+    ``"> - <pre>\\n>"``; there is no reference to compare with then.
+    """
+    try:
+        return parse(text)
+    except IndexError:
+        assume(False)
+        raise
+
+
 def implementations_agree(text: str) -> list[Link]:
     """Return find_links(text) after checking that every implementation gives the same."""
-    slow = _find_links_slow(text)
+    slow = markdown_it_survives(_find_links_slow, text)
     assert _find_links_blocks(text) == slow
     if _fast_path_ok(text):
         assert _find_links_fast(text) == slow
+    medium = _find_links_medium(text)
+    assert medium is None or medium == slow
     assert find_links(text) == slow
     return slow
 
@@ -356,7 +374,10 @@ def test_dendron_note_refs_are_cut_at_the_hash() -> None:
         ("dendron.topic.links", True),
         ("dendron://vault/asset.preview", True),
     ]
-    assert [link.concept for link in links] == ["dendron.topic.links", "dendron:-vault-asset.preview"]
+    assert [link.concept for link in links] == [
+        "dendron.topic.links",
+        "dendron:-vault-asset.preview",
+    ]
 
 
 def test_logseq_properties_and_page_tags() -> None:
@@ -394,6 +415,21 @@ def test_empty_and_blank_files() -> None:
     for text in ("", "\n", "   \n\t\n", "\ufeff"):
         assert extract_note(text) == NoteFacts({}, None, None, 0, (), 0)
         assert find_links(text) == []
+
+
+def test_no_exception_reaches_callers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextgraph.wikilinks as wikilinks
+
+    text = "`x`\n\n```\n[[code]]\n```\n\n    [[indented]]\n\n[[a]]"
+    assert [link.concept for link in find_links(text)] == ["a"]
+
+    def fail(text: str, start: int | None = None) -> list[Link]:
+        raise IndexError("as markdown-it-py 4.3.0 does on '> - <pre>\\n>'")
+
+    monkeypatch.setattr(wikilinks, "_find_links_blocks", fail)
+    assert [link.concept for link in find_links(text)] == ["a"]  # markdown-it takes over
+    monkeypatch.setattr(wikilinks, "_find_links_slow", fail)
+    assert [link.concept for link in find_links(text)] == ["code", "indented", "a"]
 
 
 def test_nul_characters_do_not_break_offsets() -> None:
@@ -454,6 +490,7 @@ def _forget_definitions(state: StateCore) -> None:
 
 _REF_MD.core.ruler.after("block", "forget_definitions", _forget_definitions)
 _LEAVES = {"paragraph_open", "heading_open", "fence", "code_block", "html_block", "hr"}
+_UNESCAPE_RE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _REF_LINK_RE = re.compile(r"(!?)(?<!\[)\[\[([^\[\]\n\r]*)\]\](?!\])")
 
 
@@ -484,7 +521,7 @@ def _inline_text(children: list[Token]) -> str:
 def reference_links(text: str) -> Counter[tuple[bool, str]]:
     """(embed, target) of every link, per markdown-it's full parse."""
     body = text[_body_offset(text) :]
-    tokens = _REF_MD.parse(body)
+    tokens = markdown_it_survives(_REF_MD.parse, body)
     pieces = [_inline_text(tok.children or []) for tok in tokens if tok.type == "inline"]
     covered: set[int] = set()
     for tok in tokens:
@@ -501,10 +538,11 @@ def reference_links(text: str) -> Counter[tuple[bool, str]]:
 
 def implementation_links(text: str) -> Counter[tuple[bool, str]]:
     found: Counter[tuple[bool, str]] = Counter()
-    for link in _find_links_slow(text):
+    for link in markdown_it_survives(_find_links_slow, text):
         raw = text[link.start : link.end]
         assert raw.startswith("![[" if link.embed else "[[") and raw.endswith("]]")
-        found[(link.embed, link.target)] += 1
+        # markdown-it's text tokens have backslash escapes resolved; ours keep them.
+        found[(link.embed, _UNESCAPE_RE.sub(r"\1", link.target))] += 1
     return found
 
 
@@ -537,6 +575,40 @@ def test_fast_block_and_slow_paths_agree(text: str) -> None:
     implementations_agree(text)
 
 
+INLINE_PIECES = [
+    "`", "``", "\\`", "[[x]]", "![[y]]", "[[a|b]]", "text ", "\n", "\n\n", "> ", "- ", "1. ",
+    "  ", "# ", "<span>", "</span>", "<a\nhref='x'>", "<a title='`'>", "<http://x.y/`>",
+    "<?p `?>", "[", "]", "!", "***", "===",
+]  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(INLINE_PIECES), max_size=40))
+def test_medium_path_agrees_when_code_can_only_be_inline(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    links = implementations_agree(text)
+    assert implementation_links(text) == reference_links(text)
+    medium = _find_links_medium(text)
+    assert medium is None or medium == links
+
+
+def test_medium_path_handles_inline_code_and_gives_up_when_unsure() -> None:
+    text = "# [[a]] `[[b]]`\n\n- item `x` [[c]]\n- `multi\n  line [[d]]` [[e]]\n"
+    assert _find_links_medium(text) is None  # a code span crosses a line: needs paragraphs
+    assert concepts(text) == {"a": 1, "c": 1, "e": 1}
+    text = "# [[a]] `[[b]]`\n\n- item `x` [[c]]\n- `one line [[d]]` [[e]]\n"
+    assert _find_links_medium(text) == implementations_agree(text)
+    assert concepts(text) == {"a": 1, "c": 1, "e": 1}
+    # Fences starting at column 0 are top-level and pair up in order ...
+    text = "- [[a]]\n```js\n[[b]]\n````\n```\n[[c]]\n~~~\n```\n\n`[[d]]` [[e]]\n```"
+    assert _find_links_medium(text) == implementations_agree(text)
+    assert concepts(text) == {"a": 1, "e": 1}
+    # ... an indented fence may belong to a list item: no shortcut then.
+    text = "- [[a]]\n  ```\n  [[b]]\n  ```\n[[c]]\n"
+    assert _find_links_medium(text) is None
+    assert concepts(text) == {"a": 1, "c": 1}
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["[[a]]", "[[b|c]]", "x ", "\n", "\n\n", "> ", "- "]), max_size=30))
 def test_fast_path_is_taken_for_code_free_text(pieces: list[str]) -> None:
@@ -563,11 +635,15 @@ CONTINUATIONS = ["  more text", "  - item", "  - ", "  key: value", "    deeper:
 
 frontmatters = st.lists(
     st.one_of(
-        st.builds(lambda k, v: f"{k}: {v}".rstrip(" ") if v else f"{k}:", *map(st.sampled_from, (KEYS, VALUES))),
+        st.builds(
+            lambda k, v: f"{k}: {v}".rstrip(" ") if v else f"{k}:",
+            st.sampled_from(KEYS),
+            st.sampled_from(VALUES),
+        ),
         st.sampled_from(CONTINUATIONS),
     ),
     max_size=8,
-).map("\n".join)  # fmt: skip
+).map("\n".join)
 
 
 def _wanted(data: Any) -> Any:
@@ -580,13 +656,13 @@ def _wanted(data: Any) -> Any:
     }
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=800, deadline=None)
 @given(frontmatters)
 def test_simple_frontmatter_reader_agrees_with_safe_load(source: str) -> None:
     try:
         mine: Any = _simple_yaml(source)
     except _NotSimple:
-        assume(False)
+        return  # read by yaml.safe_load itself
     except Exception as exc:  # the reader fails exactly where PyYAML fails
         with pytest.raises(type(exc)):
             yaml.safe_load(source)
@@ -617,6 +693,8 @@ def test_corpus_notes_extract_and_all_paths_agree_with_the_reference() -> None:
             mismatches.append(f"{path}: paths disagree")
         if _fast_path_ok(text) and _find_links_fast(text) != slow:
             mismatches.append(f"{path}: fast path disagrees")
+        if _find_links_medium(text) not in (None, slow):
+            mismatches.append(f"{path}: medium path disagrees")
         if implementation_links(text) != reference_links(text):
             mismatches.append(f"{path}: differs from the full markdown-it reference")
     assert not mismatches, "\n".join(mismatches[:20])

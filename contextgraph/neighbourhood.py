@@ -1,0 +1,221 @@
+"""Per-process cache of concept neighbourhoods for BuildContext.
+
+Each entry is filled by one indexed SQL query (never the whole graph) and is valid for one
+*graph version*: a counter that every writer changing concepts, relations, reference times or
+communities bumps in the same transaction. A reader checks the version with a primary-key lookup
+before using the cache, so it never serves data another process has changed.
+
+Decay weights depend on *now* through whole days of age, so a scored neighbourhood also records
+the next instant at which any of its notes' ages (past the grace period) ticks over, and is only
+reused for a *now* between the one it was computed for and that instant. Every answer is exact.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Float,
+    Integer,
+    String,
+    and_,
+    bindparam,
+    case,
+    cast,
+    func,
+    literal,
+    select,
+    union_all,
+)
+from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from contextgraph.decay import SECONDS_PER_DAY, reference_sql, weight_sql
+from contextgraph.models import ConceptRelation, Entity, File, Mention, Meta, table_of
+from contextgraph.settings import Settings
+
+T_CREL = table_of(ConceptRelation)
+T_ENTITIES = table_of(Entity)
+T_MENTIONS = table_of(Mention)
+T_FILES = table_of(File)
+T_META = table_of(Meta)
+
+VERSION_KEY = "graph_version"
+MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
+
+
+def bump_version(conn: Connection) -> None:
+    """Invalidate every process's cache; call inside the transaction that changes the graph."""
+    stmt = sqlite_insert(T_META).values(key=VERSION_KEY, value="1")
+    conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["key"],
+            set_={"value": cast(cast(T_META.c.value, Integer) + 1, String)},
+        )
+    )
+
+
+def _version(conn: Connection) -> str:
+    value = conn.execute(select(T_META.c.value).where(T_META.c.key == VERSION_KEY)).scalar()
+    return str(value) if value is not None else "0"
+
+
+@dataclass
+class Scored:
+    """Every neighbour of one concept: id -> (co-occurrence count, sum of note weights)."""
+
+    edges: dict[int, tuple[int, float]]
+    ranked: list[int]  # ids by weightedScore desc, count desc, name
+    computed_at: float = 0.0
+    valid_until: float = math.inf
+
+
+@dataclass
+class _State:
+    key: tuple[str, str, float, float] | None = None
+    names: dict[int, tuple[str, int | None]] = field(default_factory=dict)
+    adjacency: dict[int, dict[int, int]] = field(default_factory=dict)
+    scored: dict[int, Scored] = field(default_factory=dict)
+    strengths: dict[int, int] = field(default_factory=dict)
+    members: dict[int, frozenset[int]] = field(default_factory=dict)
+    edges: int = 0
+
+
+class Neighbourhoods:
+    """Cached neighbourhood lookups bound to one read transaction (see the module docstring)."""
+
+    _states: ClassVar[dict[str, _State]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, engine: Engine, conn: Connection, settings: Settings, now: float) -> None:
+        self.conn = conn
+        self.settings = settings
+        self.now = now
+        key = (_version(conn), settings.decay_model, settings.grace_days, settings.half_life_days)
+        url = str(engine.url)
+        with self._lock:
+            state = self._states.get(url)
+            if state is None or state.key != key or state.edges > MAX_EDGES:
+                state = _State(key=key)
+                self._states[url] = state
+        self.state = state
+
+    def names(self, ids: Iterable[int]) -> dict[int, tuple[str, int | None]]:
+        """id -> (name, community id) for concept ids."""
+        known = self.state.names
+        missing = [i for i in ids if i not in known]
+        for start in range(0, len(missing), 500):
+            chunk = missing[start : start + 500]
+            rows = self.conn.execute(
+                select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id).where(
+                    T_ENTITIES.c.id.in_(chunk)
+                )
+            )
+            for eid, name, community in rows:
+                known[int(eid)] = (name, community)
+        return known
+
+    def adjacency(self, cid: int) -> dict[int, int]:
+        """neighbour id -> co-occurrence count, from the stored relations."""
+        cached = self.state.adjacency.get(cid)
+        if cached is not None:
+            return cached
+        out: dict[int, int] = dict(self.conn.exec_driver_sql(_ADJACENCY_SQL, {"c": cid}).fetchall())
+        self.state.adjacency[cid] = out
+        self.state.edges += len(out)
+        return out
+
+    def strengths(self, ids: list[int]) -> dict[int, int]:
+        """Sum of co-occurrence counts per concept (its weighted degree), summed in SQL."""
+        cr = T_CREL
+        known = self.state.strengths
+        missing = [i for i in ids if i not in known]
+        for start in range(0, len(missing), 500):
+            chunk = missing[start : start + 500]
+            totals = dict.fromkeys(chunk, 0)
+            for side in (cr.c.a_id, cr.c.b_id):
+                rows = self.conn.execute(
+                    select(side, func.sum(cr.c.count)).where(side.in_(chunk)).group_by(side)
+                )
+                for cid, total in rows:
+                    totals[int(cid)] += int(total)
+            known.update(totals)
+        return {i: known[i] for i in ids}
+
+    def members(self, community_id: int) -> frozenset[int]:
+        """The concept ids of one community."""
+        cached = self.state.members.get(community_id)
+        if cached is None:
+            rows = self.conn.execute(
+                select(T_ENTITIES.c.id).where(
+                    T_ENTITIES.c.community_id == community_id, T_ENTITIES.c.kind == "concept"
+                )
+            )
+            cached = frozenset(int(r[0]) for r in rows)
+            self.state.members[community_id] = cached
+        return cached
+
+    def scored(self, cid: int) -> Scored:
+        """Every neighbour with its exact weightedScore (sum of its shared notes' weights)."""
+        cached = self.state.scored.get(cid)
+        if cached is not None and cached.computed_at <= self.now < cached.valid_until:
+            return cached
+        m1, m2, f = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2"), T_FILES.alias("f")
+        reference = reference_sql(f)
+        age = func.floor((literal(self.now, Float) - reference) / SECONDS_PER_DAY)
+        # The instant this note's age reaches its next whole day; only ages past the grace
+        # period change a weight.
+        tick = case(
+            (age + 1 > self.settings.grace_days, reference + (age + 1) * SECONDS_PER_DAY),
+            else_=None,
+        )
+        rows = self.conn.execute(
+            select(
+                m2.c.concept_id,
+                func.count(),
+                func.total(weight_sql(f, self.now, self.settings)),
+                func.min(tick),
+            )
+            .select_from(
+                m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1)).join(
+                    m2, and_(m2.c.file_id == m1.c.file_id, m2.c.concept_id != m1.c.concept_id)
+                )
+            )
+            .where(m1.c.concept_id == cid)
+            .group_by(m2.c.concept_id)
+        )
+        edges: dict[int, tuple[int, float]] = {}
+        valid_until = math.inf
+        for n, co, total, next_tick in rows:
+            edges[int(n)] = (int(co), float(total))
+            if next_tick is not None:
+                valid_until = min(valid_until, float(next_tick))
+        names = self.names(edges)
+        ranked = sorted(edges, key=lambda n: (-_score(edges[n]), -edges[n][0], names[n][0]))
+        result = Scored(edges, ranked, self.now, valid_until)
+        self.state.scored[cid] = result
+        self.state.edges += len(edges)
+        return result
+
+
+def _score(edge: tuple[int, float]) -> float:
+    """weightedScore = count × (mean weight), computed as the spec states it."""
+    co, total = edge
+    return co * (total / co)
+
+
+_ADJACENCY_SQL = str(
+    union_all(
+        select(T_CREL.c.b_id, T_CREL.c.count).where(T_CREL.c.a_id == bindparam("c")),
+        select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == bindparam("c")),
+    ).compile(dialect=sqlite_dialect(paramstyle="named"))
+)
+
+
+__all__ = ["Neighbourhoods", "Scored", "bump_version"]

@@ -1,0 +1,304 @@
+"""Several processes on one database (SPEC §3, §12): no "database is locked", nothing lost.
+
+The soak itself lives in ``scripts/soak.py``; a short run of it is part of the default suite and a
+longer one is marked ``slow``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import text
+
+from contextgraph import ContextGraph, Settings, SyncInProgress, db
+from contextgraph.cli import cli
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _soak() -> Any:
+    scripts = str(REPO / "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+    import soak
+
+    return soak
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTGRAPH_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
+
+def _write_notes(root: Path, count: int, tag: str = "") -> None:
+    for n in range(count):
+        folder = root / f"f{n % 4}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"note-{n:04d}.md").write_text(
+            f"# Note {n} {tag}\n[[Topic {n % 17}]] and [[Topic {(n * 7) % 23}]] [[Shared]]\n",
+            encoding="utf-8",
+        )
+
+
+def _assert_clean(result: dict[str, Any]) -> None:
+    assert result["errors"] == [] and result["error_count"] == 0, result["errors"]
+    assert result["locked_errors"] == 0
+    assert result["lost_reads"] == 0, result["lost_examples"]
+    assert result["integrity"] == "ok"
+    assert result["doctor_ok"] is True
+    assert result["converged"] is True
+    assert result["communities_converged"] is True, result["communities"]
+    assert result["idle_after_final_sync"] is True
+    assert result["ops"].get("sync", 0) >= 1
+    assert result["ops"].get("read", 0) >= 1
+    assert result["reads_acknowledged"] == result["ops"]["read"]
+
+
+def test_short_soak_surfaces_no_error_loses_no_read_and_converges(tmp_path: Path) -> None:
+    argv = ["--writers", "2", "--readers", "2", "--seconds", "6", "--notes", "40"]
+    result = _soak().main([*argv, "--workdir", str(tmp_path / "soak")])
+    _assert_clean(result)
+    for kind in ("context", "expand", "search", "editor_edit"):
+        assert result["ops"].get(kind, 0) >= 1, kind
+
+
+@pytest.mark.slow
+def test_long_soak_surfaces_no_error_loses_no_read_and_converges(tmp_path: Path) -> None:
+    argv = ["--writers", "3", "--readers", "3", "--seconds", "30", "--notes", "200"]
+    _assert_clean(_soak().main([*argv, "--workdir", str(tmp_path / "soak")]))
+
+
+# -- reads during a sync ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("busy_timeout_ms", [5000, 1], ids=["busy-timeout", "retry-loop"])
+def test_reads_of_one_note_during_a_sync_never_see_database_is_locked(
+    tmp_path: Path, busy_timeout_ms: int
+) -> None:
+    vault = tmp_path / "vault"
+    database = tmp_path / "graph.db"
+    _write_notes(vault, 240)
+    with ContextGraph.open(database) as graph:
+        graph.sync([vault])
+    _write_notes(vault, 240, tag="edited")  # every note changes: the sync rewrites them all
+    target = "memory://vault/f0/note-0000.md"
+    settings = Settings.from_env(busy_timeout_ms=busy_timeout_ms)
+    graphs = [ContextGraph.open(database, settings=settings) for _ in range(2)]
+    errors: list[str] = []
+    acknowledged: list[float] = []
+    overlapping = [0]
+    lock = threading.Lock()
+    # Batches of two files: about 120 write transactions for the readers to collide with.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", "--json"],
+        env=_env(CONTEXTGRAPH_BATCH_FILES="2", CONTEXTGRAPH_WORKERS="1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def loop(graph: ContextGraph) -> None:
+        reads = 0
+        while proc.poll() is None or reads < 5:
+            before = time.time()
+            try:
+                graph.read(target)
+            except Exception as exc:
+                with lock:
+                    errors.append(f"{type(exc).__name__}: {exc}")
+                return
+            reads += 1
+            with lock:
+                acknowledged.append(before)
+                if proc.poll() is None:
+                    overlapping[0] += 1
+
+    threads = [threading.Thread(target=loop, args=(g,)) for g in graphs]
+    for thread in threads:
+        thread.start()
+    _, err = proc.communicate(timeout=300)
+    for thread in threads:
+        thread.join(60)
+    for graph in graphs:
+        graph.close()
+    assert proc.returncode == 0, err
+    assert errors == []
+    assert overlapping[0] > 0
+    with ContextGraph.open(database) as graph:
+        with db.read(graph.engine) as conn:
+            last = conn.execute(
+                text("SELECT last_accessed FROM files WHERE path = 'f0/note-0000.md'")
+            ).scalar_one()
+        assert last is not None and last >= max(acknowledged)
+        assert graph.doctor().ok
+        assert "edited" in graph.read(target).content  # the sync's update landed too
+
+
+# -- one sync at a time ----------------------------------------------------------------------
+
+_HOLD_SYNC_LOCK = """
+import sys, time
+from pathlib import Path
+from contextgraph.sync import sync_lock
+with sync_lock(Path(sys.argv[1])):
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+@pytest.fixture
+def lock_holder(db_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the database's sync lock (as a running sync does) for 30 s."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_SYNC_LOCK, str(db_path), "30"],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "held"
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_sync_without_wait_raises_sync_in_progress_while_another_process_syncs(
+    db_path: Path, vault: Path, lock_holder: subprocess.Popen[str]
+) -> None:
+    (vault / "a.md").write_text("[[Alpha]] [[Beta]]", encoding="utf-8")
+    with ContextGraph.open(db_path) as graph:
+        with pytest.raises(SyncInProgress):
+            graph.sync([vault], wait=False)
+        runner = CliRunner()
+        result = runner.invoke(cli, ["--db", str(db_path), "sync", str(vault), "--no-wait"])
+        assert result.exit_code == 1
+        assert "running" in result.output
+        assert "Traceback" not in result.output
+        lock_holder.kill()
+        lock_holder.wait()
+        report = graph.sync(wait=False)
+        assert report.added == 1
+
+
+def test_a_waiting_sync_starts_when_the_other_process_releases_the_lock(
+    db_path: Path, vault: Path
+) -> None:
+    (vault / "a.md").write_text("[[Alpha]] [[Beta]]", encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_SYNC_LOCK, str(db_path), "1.5"],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "held"
+    started = time.monotonic()
+    with ContextGraph.open(db_path) as graph:
+        report = graph.sync([vault])
+    waited = time.monotonic() - started
+    proc.wait(30)
+    assert report.added == 1
+    assert waited >= 0.5
+
+
+# -- a writer holding the lock -----------------------------------------------------------------
+
+_HOLD_WRITE_LOCK = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("UPDATE files SET size = size")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+conn.execute("COMMIT")
+conn.close()
+"""
+
+
+def _hold_write_lock(database: Path, seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_WRITE_LOCK, str(database), str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+@pytest.mark.parametrize("busy_timeout_ms", [5000, 50], ids=["busy-timeout", "retry-loop"])
+def test_a_read_waits_for_a_writer_holding_the_lock_and_succeeds(
+    db_path: Path, vault: Path, busy_timeout_ms: int
+) -> None:
+    (vault / "a.md").write_text("[[Alpha]] [[Beta]]", encoding="utf-8")
+    settings = Settings.from_env(busy_timeout_ms=busy_timeout_ms)
+    with ContextGraph.open(db_path, settings=settings) as graph:
+        graph.sync([vault])
+        waits_before = db.lock_stats.waits
+        proc = _hold_write_lock(db_path, 2.0)
+        started = time.monotonic()
+        before = time.time()
+        note = graph.read("a.md")
+        waited = time.monotonic() - started
+        proc.wait(30)
+        assert proc.returncode == 0
+        assert waited >= 1.0  # it really waited for the writer ...
+        assert note.content == "[[Alpha]] [[Beta]]"  # ... and then succeeded
+        assert db.lock_stats.waits > waits_before
+        with db.read(graph.engine) as conn:
+            stored = conn.execute(text("SELECT last_accessed FROM files")).scalar_one()
+        assert stored is not None and stored >= before
+
+
+def test_queries_do_not_wait_for_a_writer_holding_the_lock(db_path: Path, vault: Path) -> None:
+    (vault / "a.md").write_text("[[Alpha]] [[Beta]] words to find", encoding="utf-8")
+    (vault / "b.md").write_text("[[Alpha]] [[Gamma]]", encoding="utf-8")
+    with ContextGraph.open(db_path) as graph:
+        graph.sync([vault])
+        proc = _hold_write_lock(db_path, 3.0)
+        try:
+            started = time.monotonic()
+            assert [r.name for r in graph.build_context("Alpha").direct_relations] == [
+                "beta",
+                "gamma",
+            ]
+            assert graph.expand(["alpha"]).results
+            assert graph.search("words").total == 1
+            assert "flowchart" in graph.visualize("alpha")
+            assert graph.doctor().ok
+            assert time.monotonic() - started < 1.5  # WAL: readers never wait for the writer
+        finally:
+            proc.wait(30)
+
+
+def test_processes_opening_a_new_database_at_once_all_succeed(tmp_path: Path) -> None:
+    database = tmp_path / "new.db"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "contextgraph", "--db", str(database), "stats", "--json"],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outcomes = [(p.wait(120), p.stderr.read() if p.stderr else "") for p in procs]
+    for proc in procs:
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    assert outcomes == [(0, "")] * 2
+    with ContextGraph.open(database) as graph:
+        assert db.current_revision(graph.engine) == db.SCHEMA_HEAD
