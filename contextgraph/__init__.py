@@ -1,6 +1,9 @@
 """contextgraph: a local, persistent knowledge graph of markdown notes and code for LLMs."""
 
-from contextgraph.api import ContextGraph
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from contextgraph.errors import (
     ContextGraphError,
     InvalidArgument,
@@ -10,6 +13,9 @@ from contextgraph.errors import (
     UnsafePath,
 )
 from contextgraph.settings import Settings
+
+if TYPE_CHECKING:
+    from contextgraph.api import ContextGraph
 
 __all__ = [
     "ContextGraph",
@@ -22,3 +28,13 @@ __all__ = [
     "UnsafePath",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # ContextGraph pulls in SQLAlchemy; importing it lazily keeps `import contextgraph.ingest`
+    # (what sync's extraction workers load) light.
+    if name == "ContextGraph":
+        from contextgraph.api import ContextGraph
+
+        return ContextGraph
+    raise AttributeError(f"module 'contextgraph' has no attribute {name!r}")

@@ -97,7 +97,8 @@ def make_engine(path_or_url: str | os.PathLike[str], *, busy_timeout_ms: int = 5
             cursor.execute("PRAGMA foreign_keys = ON")
             cursor.execute("PRAGMA synchronous = NORMAL")
             cursor.execute("PRAGMA temp_store = MEMORY")
-            cursor.execute("PRAGMA cache_size = -32000")
+            cursor.execute("PRAGMA wal_autocheckpoint = 20000")
+            cursor.execute("PRAGMA cache_size = -131072")
         finally:
             cursor.close()
         _ensure_math_functions(dbapi_connection)

@@ -6,12 +6,14 @@ longer one is marked ``slow``.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from sqlalchemy import text
 
 from contextgraph import ContextGraph, Settings, SyncInProgress, db
 from contextgraph.cli import cli
+from contextgraph.settings import parse_datetime
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -302,3 +305,80 @@ def test_processes_opening_a_new_database_at_once_all_succeed(tmp_path: Path) ->
     assert outcomes == [(0, "")] * 2
     with ContextGraph.open(database) as graph:
         assert db.current_revision(graph.engine) == db.SCHEMA_HEAD
+
+
+# -- answers cached in one process follow what other processes write ---------------------------
+
+NOW = "2026-11-30T12:00:00+00:00"
+
+
+def _cold_context(database: Path, concept: str) -> dict[str, Any]:
+    """BuildContext from a fresh process: nothing cached."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "contextgraph", "--db", str(database), "context", concept, "--json"],
+        env=_env(CONTEXTGRAPH_NOW=NOW),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def _cli(database: Path, *args: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "contextgraph", "--db", str(database), *args],
+        env=_env(CONTEXTGRAPH_NOW=NOW),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_cached_answer_follows_reads_and_syncs_of_other_processes(
+    db_path: Path, vault: Path
+) -> None:
+    old = datetime(2020, 1, 1, tzinfo=UTC).timestamp()
+    for name, body in (("a.md", "[[Alpha]] [[Beta]]"), ("b.md", "[[Alpha]] [[Gamma]]")):
+        (vault / name).write_text(body, encoding="utf-8")
+        os.utime(vault / name, (old, old))
+    settings = Settings.from_env(now=parse_datetime(NOW))
+    with ContextGraph.open(db_path, settings=settings) as graph:
+        graph.sync([vault])
+
+        def warm() -> dict[str, Any]:
+            answer: dict[str, Any] = json.loads(json.dumps(graph.build_context("alpha").as_dict()))
+            return answer
+
+        first = warm()
+        assert {r["name"]: r["decayWeight"] < 0.1 for r in first["directRelations"]} == {
+            "beta": True,
+            "gamma": True,
+        }
+        _cli(db_path, "read", "a.md")  # another process makes a.md fresh
+        assert warm() == _cold_context(db_path, "alpha")
+        assert {r["name"]: r["decayWeight"] for r in warm()["directRelations"]}["beta"] == 1.0
+        (vault / "b.md").write_text("[[Alpha]] [[Delta]] edited", encoding="utf-8")
+        _cli(db_path, "sync")  # another process syncs an edit
+        assert warm() == _cold_context(db_path, "alpha")
+        assert {r["name"] for r in warm()["directRelations"]} == {"beta", "delta"}
+
+
+def test_a_database_rebuilt_at_the_same_path_is_not_answered_from_the_old_one(
+    db_path: Path, vault: Path
+) -> None:
+    """Drop the database and sync again (as after a corrupt or deleted file): a process that
+    answered from the old file must not serve those answers for the new one."""
+    note = vault / "a.md"
+    note.write_text("[[Alpha]] [[Beta]]", encoding="utf-8")
+    with ContextGraph.open(db_path) as graph:
+        graph.sync([vault])
+        assert [r.name for r in graph.build_context("alpha").direct_relations] == ["beta"]
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    note.write_text("[[Alpha]] [[Gamma]]", encoding="utf-8")
+    with ContextGraph.open(db_path) as graph:
+        graph.sync([vault])
+        assert [r.name for r in graph.build_context("alpha").direct_relations] == ["gamma"]

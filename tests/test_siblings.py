@@ -1,0 +1,100 @@
+"""communitySiblings (SPEC §5) on a hand-built graph, and the cache staying exact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import Writer
+from sqlalchemy import text
+
+from contextgraph import ContextGraph, Settings, db
+from contextgraph.neighbourhood import bump_version
+
+
+@pytest.fixture
+def graph(store: ContextGraph, vault: Path, write: Writer) -> ContextGraph:
+    notes = [
+        ("q", "n1"), ("q", "n1"), ("q", "n2"), ("q", "n3"), ("q", "n4"),
+        ("c1", "n1"), ("c1", "n2"), ("c1", "n2"), ("c1", "n2"), ("c1", "n3"), ("c1", "x"),
+        ("c2", "n1"), ("c2", "n2"),
+    ]  # fmt: skip
+    for i, (a, b) in enumerate(notes):
+        write(f"note{i:02d}.md", f"[[{a}]] and [[{b}]]", created="2026-11-25")
+    store.sync([vault])
+    one_community(store)
+    return store
+
+
+def one_community(graph: ContextGraph) -> None:
+    with db.write(graph.engine) as conn:
+        conn.execute(text("UPDATE entities SET community_id = 7 WHERE kind = 'concept'"))
+        bump_version(conn)
+
+
+def siblings(graph: ContextGraph) -> list[tuple[str, int, float]]:
+    result = graph.build_context("q")
+    return [
+        (s.name, s.shared_neighbor_count, s.normalized_overlap) for s in result.community_siblings
+    ]
+
+
+def test_sibling_overlap_follows_the_formula(graph: ContextGraph) -> None:
+    # c1 shares n1, n2, n3 with q: Σ min(w(q,n), w(c1,n)) = 1 + 1 + 1 over Σ w(c1,·) = 6.
+    assert siblings(graph) == [("c1", 3, 0.5)]
+
+
+def test_a_true_neighbour_is_never_a_sibling(graph: ContextGraph) -> None:
+    # n2 shares c1 and c2 with ... but is adjacent to q; x and c2 share too few neighbours.
+    names = {s[0] for s in siblings(graph)}
+    assert not names & {"n1", "n2", "n3", "n4", "q"}
+
+
+def test_thresholds_come_from_the_maenifold_environment_names(
+    db_path: Path, graph: ContextGraph, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MAENIFOLD_COMMUNITY_MIN_SHARED", "2")
+    relaxed = ContextGraph.open(db_path, settings=Settings.from_env(now=graph.settings.now))
+    assert siblings(relaxed) == [("c2", 2, 1.0), ("c1", 3, 0.5)]
+    monkeypatch.setenv("MAENIFOLD_COMMUNITY_MIN_OVERLAP", "0.6")
+    strict = ContextGraph.open(db_path, settings=Settings.from_env(now=graph.settings.now))
+    assert siblings(strict) == [("c2", 2, 1.0)]
+    monkeypatch.setenv("CONTEXTGRAPH_COMMUNITY_MAX_SIBLINGS", "0")
+    none = ContextGraph.open(db_path, settings=Settings.from_env(now=graph.settings.now))
+    assert siblings(none) == []
+    for g in (relaxed, strict, none):
+        g.close()
+
+
+def test_other_communities_are_not_siblings(graph: ContextGraph) -> None:
+    with db.write(graph.engine) as conn:
+        conn.execute(text("UPDATE entities SET community_id = 8 WHERE key = 'c1'"))
+        bump_version(conn)
+    assert siblings(graph) == []
+
+
+def test_cached_answers_follow_writes_from_another_connection(
+    graph: ContextGraph, db_path: Path, vault: Path, write: Writer
+) -> None:
+    assert [r.name for r in graph.build_context("q").direct_relations][:1] == ["n1"]
+    other = ContextGraph.open(db_path, settings=graph.settings)
+    for i in range(3):
+        write(f"more{i}.md", "[[q]] and [[n4]]", created="2026-11-25")
+    other.sync()
+    one_community(other)
+    assert [r.name for r in graph.build_context("q").direct_relations][:1] == ["n4"]
+    other.close()
+
+
+def test_cached_scores_follow_the_clock(store: ContextGraph, vault: Path, write: Writer) -> None:
+    write("a.md", "[[q]] [[r]]", created="2026-10-01T06:00:00Z")
+    store.sync([vault])
+    # 2026-10-01T06:00 + 29 days: age 29 -> weight 1.0; six hours later it is still age 29;
+    # at 2026-11-01T06:00 the age is 31 -> (31 - 28) ** -0.5.
+    first = store.build_context("q", now="2026-10-30T06:00:00Z").direct_relations[0]
+    later = store.build_context("q", now="2026-10-30T12:00:00Z").direct_relations[0]
+    much_later = store.build_context("q", now="2026-11-01T06:00:00Z").direct_relations[0]
+    assert first.decay_weight == later.decay_weight == 1.0
+    assert much_later.decay_weight == pytest.approx(3**-0.5)
+    earlier = store.build_context("q", now="2026-10-30T06:00:00Z").direct_relations[0]
+    assert earlier.decay_weight == 1.0
