@@ -118,6 +118,44 @@ def time_queries(fn: Any, items: list[Any]) -> dict[str, float]:
     }
 
 
+def bench_communities(work: Path, edges: int) -> dict[str, Any]:
+    """Time a community rebuild on a power-law graph of about ``edges`` co-occurrence edges."""
+    import igraph
+    from sqlalchemy import text
+
+    from contextgraph import ContextGraph, db
+
+    nodes = max(10, edges // 5)
+    g = igraph.Graph.Barabasi(nodes, 5, outpref=False, directed=False)
+    rng = random.Random(3)
+    path = work / "communities.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    with ContextGraph.open(path) as graph:
+        with db.write(graph.engine) as conn:
+            conn.exec_driver_sql(
+                "INSERT INTO entities (id, kind, key, name, name_lower)"
+                " VALUES (?, 'concept', ?, ?, ?)",
+                [(i + 1, f"c{i:07d}", f"c{i:07d}", f"c{i:07d}") for i in range(nodes)],
+            )
+            pairs = {(min(a, b) + 1, max(a, b) + 1) for a, b in g.get_edgelist() if a != b}
+            conn.exec_driver_sql(
+                "INSERT INTO concept_relations (a_id, b_id, count) VALUES (?, ?, ?)",
+                [(a, b, rng.choice((1, 1, 1, 2, 3))) for a, b in sorted(pairs)],
+            )
+            count = conn.execute(text("SELECT count(*) FROM concept_relations")).scalar_one()
+        t = time.perf_counter()
+        run = graph.communities(rebuild=True)["run"]
+        return {
+            "edges": count,
+            "nodes": nodes,
+            "rebuild_s": round(time.perf_counter() - t, 3),
+            "algorithm": run["algorithm"],
+            "modularity": run["modularity"],
+            "communities": run["communityCount"],
+        }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=10_000)
@@ -125,6 +163,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the vault and database")
+    parser.add_argument(
+        "--edges", type=int, default=0, help="also time communities on a synthetic N-edge graph"
+    )
     args = parser.parse_args()
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="cg-bench-"))
@@ -181,6 +222,23 @@ def main() -> None:
         result["build_context_depth2_content"] = time_queries(
             lambda c: graph.build_context(c, depth=2, include_content=True), names
         )
+        with_siblings = [c for c in names if graph.build_context(c).community_siblings]
+        result["concepts_with_siblings"] = len(with_siblings)
+        t = time.perf_counter()
+        run = graph.communities(rebuild=True)["run"]
+        result["community_rebuild_s"] = round(time.perf_counter() - t, 3)
+        result["community_detection"] = {
+            k: run[k] for k in ("algorithm", "seconds", "modularity", "nodeCount", "edgeCount")
+        }
+        words = [w for w in WORDS if len(w) > 3]
+        rng = random.Random(11)
+        queries = [" ".join(rng.sample(words, rng.choice((1, 1, 2, 3)))) for _ in range(200)]
+        queries += ['"' + " ".join(rng.sample(words, 2)) + '"' for _ in range(20)]
+        result["search"] = time_queries(lambda q: graph.search(q), queries)
+        uris = [h.uri for q in queries[:40] for h in graph.search(q, limit=5).hits][:200]
+        result["read"] = time_queries(lambda u: graph.read(u), uris)
+    if args.edges:
+        result["communities_synthetic"] = bench_communities(work, args.edges)
     result["bench_peak_rss_mb"] = round(
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
     )
