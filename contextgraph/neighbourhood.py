@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -22,12 +23,9 @@ from sqlalchemy import (
     Connection,
     Engine,
     Float,
-    Integer,
-    String,
     and_,
     bindparam,
     case,
-    cast,
     func,
     literal,
     select,
@@ -51,14 +49,14 @@ MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache 
 
 
 def bump_version(conn: Connection) -> None:
-    """Invalidate every process's cache; call inside the transaction that changes the graph."""
-    stmt = sqlite_insert(T_META).values(key=VERSION_KEY, value="1")
-    conn.execute(
-        stmt.on_conflict_do_update(
-            index_elements=["key"],
-            set_={"value": cast(cast(T_META.c.value, Integer) + 1, String)},
-        )
-    )
+    """Invalidate every process's cache; call inside the transaction that changes the graph.
+
+    The version is a random token, not a counter: a database deleted and rebuilt at the same
+    path must never match a version cached from the old file.
+    """
+    token = uuid.uuid4().hex
+    stmt = sqlite_insert(T_META).values(key=VERSION_KEY, value=token)
+    conn.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": token}))
 
 
 def _version(conn: Connection) -> str:

@@ -595,13 +595,18 @@ def _to_utc(value: object) -> datetime | str | None:
             return value.astimezone(UTC)
         if isinstance(value, date):
             return datetime(value.year, value.month, value.day, tzinfo=UTC)
+        if isinstance(value, int) and not isinstance(value, bool):
+            # Epoch time, as Dendron writes it (milliseconds); seconds when it is too small
+            # to be milliseconds of a date after 1973.
+            seconds = value / 1000 if abs(value) >= 10**11 else value
+            return datetime.fromtimestamp(seconds, UTC)
         if isinstance(value, str):
             try:
                 parsed = datetime.fromisoformat(value.strip())
             except ValueError:
                 return f"'created' is not an ISO-8601 date: {value.strip()[:40]!r}"
             return _to_utc(parsed)
-    except (OverflowError, ValueError):
+    except (OverflowError, ValueError, OSError):
         return "'created' is out of range"
     return f"'created' has unsupported type {type(value).__name__}"
 

@@ -91,10 +91,10 @@ def test_reads_of_one_note_during_a_sync_never_see_database_is_locked(
 ) -> None:
     vault = tmp_path / "vault"
     database = tmp_path / "graph.db"
-    _write_notes(vault, 240)
+    _write_notes(vault, 160)
     with ContextGraph.open(database) as graph:
         graph.sync([vault])
-    _write_notes(vault, 240, tag="edited")  # every note changes: the sync rewrites them all
+    _write_notes(vault, 160, tag="edited")  # every note changes: the sync rewrites them all
     target = "memory://vault/f0/note-0000.md"
     settings = Settings.from_env(busy_timeout_ms=busy_timeout_ms)
     graphs = [ContextGraph.open(database, settings=settings) for _ in range(2)]
@@ -102,7 +102,7 @@ def test_reads_of_one_note_during_a_sync_never_see_database_is_locked(
     acknowledged: list[float] = []
     overlapping = [0]
     lock = threading.Lock()
-    # Batches of two files: about 120 write transactions for the readers to collide with.
+    # Batches of two files: about 80 write transactions for the readers to collide with.
     proc = subprocess.Popen(
         [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", "--json"],
         env=_env(CONTEXTGRAPH_BATCH_FILES="2", CONTEXTGRAPH_WORKERS="1"),
@@ -312,11 +312,25 @@ def test_processes_opening_a_new_database_at_once_all_succeed(tmp_path: Path) ->
 NOW = "2026-11-30T12:00:00+00:00"
 
 
-def _cold_context(database: Path, concept: str) -> dict[str, Any]:
-    """BuildContext from a fresh process: nothing cached."""
+_CHANGE_THEN_ASK = """
+import json, sys
+from contextgraph import ContextGraph, Settings
+from contextgraph.settings import parse_datetime
+database, action, now = sys.argv[1], sys.argv[2], parse_datetime(sys.argv[3])
+with ContextGraph.open(database, settings=Settings.from_env(now=now)) as graph:
+    if action == "sync":
+        graph.sync()
+    else:
+        graph.read(action)
+    print(json.dumps(graph.build_context("alpha").as_dict()))
+"""
+
+
+def _change_then_ask(database: Path, action: str) -> dict[str, Any]:
+    """In a fresh process (nothing cached): ``sync`` or ``read`` a note, then BuildContext."""
     proc = subprocess.run(
-        [sys.executable, "-m", "contextgraph", "--db", str(database), "context", concept, "--json"],
-        env=_env(CONTEXTGRAPH_NOW=NOW),
+        [sys.executable, "-c", _CHANGE_THEN_ASK, str(database), action, NOW],
+        env=_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -324,17 +338,6 @@ def _cold_context(database: Path, concept: str) -> dict[str, Any]:
     assert proc.returncode == 0, proc.stderr
     result: dict[str, Any] = json.loads(proc.stdout)
     return result
-
-
-def _cli(database: Path, *args: str) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "contextgraph", "--db", str(database), *args],
-        env=_env(CONTEXTGRAPH_NOW=NOW),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
 
 
 def test_a_cached_answer_follows_reads_and_syncs_of_other_processes(
@@ -357,12 +360,12 @@ def test_a_cached_answer_follows_reads_and_syncs_of_other_processes(
             "beta": True,
             "gamma": True,
         }
-        _cli(db_path, "read", "a.md")  # another process makes a.md fresh
-        assert warm() == _cold_context(db_path, "alpha")
+        cold = _change_then_ask(db_path, "a.md")  # another process reads a.md: it is fresh now
+        assert warm() == cold
         assert {r["name"]: r["decayWeight"] for r in warm()["directRelations"]}["beta"] == 1.0
         (vault / "b.md").write_text("[[Alpha]] [[Delta]] edited", encoding="utf-8")
-        _cli(db_path, "sync")  # another process syncs an edit
-        assert warm() == _cold_context(db_path, "alpha")
+        cold = _change_then_ask(db_path, "sync")  # another process syncs an edit
+        assert warm() == cold
         assert {r["name"] for r in warm()["directRelations"]} == {"beta", "delta"}
 
 

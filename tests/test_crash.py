@@ -41,7 +41,7 @@ def _assert_recovered(result: dict[str, Any], iterations: int) -> None:
 
 
 def test_quick_crash_loop_recovers_every_time(tmp_path: Path) -> None:
-    argv = ["--iterations", "5", "--notes", "120", "--seed", "3"]
+    argv = ["--iterations", "5", "--notes", "80", "--seed", "3"]
     result = _crash().main([*argv, "--workdir", str(tmp_path / "crash")])
     _assert_recovered(result, 5)
 

@@ -308,7 +308,7 @@ def test_created_date_and_datetime() -> None:
 
 def test_unusable_created_is_a_warning() -> None:
     for value, fragment in (
-        ("1595952505017", "unsupported type int"),  # Dendron's epoch milliseconds
+        ("true", "unsupported type bool"),  # (integers are epoch times, as Dendron writes)
         ("yesterday", "not an ISO-8601 date"),
         ("[2021]", "unsupported type list"),
     ):
@@ -698,3 +698,16 @@ def test_corpus_notes_extract_and_all_paths_agree_with_the_reference() -> None:
         if implementation_links(text) != reference_links(text):
             mismatches.append(f"{path}: differs from the full markdown-it reference")
     assert not mismatches, "\n".join(mismatches[:20])
+
+
+def test_created_as_epoch_milliseconds_is_read_like_dendron_writes_it() -> None:
+    from contextgraph.wikilinks import extract_note as _extract
+
+    facts = _extract("---\ncreated: 1595952505017\n---\n[[a]]\n")
+    assert (
+        facts.created is not None
+        and facts.created.isoformat() == "2020-07-28T16:08:25.017000+00:00"
+    )
+    assert facts.warnings == ()
+    seconds = _extract("---\ncreated: 1595952505\n---\n")
+    assert seconds.created is not None and seconds.created.year == 2020
