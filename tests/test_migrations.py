@@ -70,16 +70,45 @@ def test_open_upgrades_an_older_database(db_path: Path) -> None:
     graph.close()
 
 
+COUNTED = ("sources", "files", "entities", "mentions", "concept_relations", "relations", "meta")
+
+
+def _counts(graph: ContextGraph) -> dict[str, int]:
+    with db.read(graph.engine) as conn:
+        return {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one() for t in COUNTED}
+
+
 def test_downgrade_and_upgrade_again_preserve_rows(db_path: Path, vault: Path) -> None:
     (vault / "a.md").write_text("[[Alpha]] [[Beta]] and words to search", encoding="utf-8")
+    (vault / "m.py").write_text("import os\n\nclass A:\n    pass\n", encoding="utf-8")
     graph = ContextGraph.open(db_path)
     graph.sync([vault])
+    before = _counts(graph)
+    assert before["concept_relations"] == 1 and before["relations"] > 0
     db.downgrade(graph.engine, "0001_core")
-    with db.read(graph.engine) as conn:
-        assert conn.execute(text("SELECT count(*) FROM concept_relations")).scalar_one() == 1
+    assert _counts(graph) == before
     db.upgrade(graph.engine)
-    with db.read(graph.engine) as conn:
-        assert conn.execute(text("SELECT count(*) FROM files")).scalar_one() == 1
-        hits = conn.execute(text("SELECT rowid FROM files_fts WHERE files_fts MATCH 'search'"))
-        assert len(hits.all()) == 1
+    assert _counts(graph) == before
+    assert graph.search("search").total == 1
+    assert graph.doctor().ok
+    graph.close()
+
+
+def test_a_populated_first_revision_database_upgrades_to_head(db_path: Path) -> None:
+    engine = db.make_engine(db_path)
+    db.upgrade(engine, "0001_core")
+    with db.write(engine) as conn:
+        conn.execute(text("INSERT INTO sources VALUES (1, 'v', '/nowhere', 0)"))
+        conn.execute(
+            text(
+                "INSERT INTO files (id, source_id, path, kind, size, mtime_ns, hash, title,"
+                " modified, text, concept_count, pairs) VALUES"
+                " (1, 1, 'a.md', 'note', 1, 1, 'h', 'Alpha note', 0, 'migrated words', 0, 1)"
+            )
+        )
+    engine.dispose()
+    graph = ContextGraph.open(db_path)
+    assert db.current_revision(graph.engine) == db.SCHEMA_HEAD
+    assert _counts(graph)["files"] == 1
+    assert [h.path for h in graph.search("migrated").hits] == ["a.md"]
     graph.close()
