@@ -7,21 +7,22 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
 from contextgraph import db
-from contextgraph.context import Context, build_context
 from contextgraph.errors import InvalidArgument
-from contextgraph.expand import ExpandResult, expand
-from contextgraph.notes import Note, read_note
-from contextgraph.search import SearchResult, search
 from contextgraph.settings import Settings, parse_datetime
 from contextgraph.sources import SourceInfo, list_sources, register
 from contextgraph.stats import DoctorReport, counts, doctor
 from contextgraph.sync import Progress, SyncReport, run_sync
-from contextgraph.visualize import visualize
+
+if TYPE_CHECKING:  # the query modules load on first use: `contextgraph sync` never needs them
+    from contextgraph.context import Context
+    from contextgraph.expand import ExpandResult
+    from contextgraph.notes import Note
+    from contextgraph.search import SearchResult
 
 
 def clean(text: str) -> str:
@@ -135,6 +136,8 @@ class ContextGraph:
         now: datetime | str | None = None,
     ) -> Context:
         """What belongs with ``concept``: direct, expanded and community-sibling relations."""
+        from contextgraph.context import build_context
+
         with db.read(self.engine) as conn:
             return build_context(
                 conn,
@@ -154,6 +157,8 @@ class ContextGraph:
         max_nodes: int | None = None,
     ) -> ExpandResult:
         """Expand retriever seed entities into what they depend on (SPEC §8)."""
+        from contextgraph.expand import expand
+
         with db.read(self.engine) as conn:
             return expand(
                 conn,
@@ -174,6 +179,8 @@ class ContextGraph:
         now: datetime | str | None = None,
     ) -> SearchResult:
         """Full-text search over notes and code, ranked by bm25 × recency."""
+        from contextgraph.search import search
+
         with db.read(self.engine) as conn:
             return search(
                 conn,
@@ -188,6 +195,8 @@ class ContextGraph:
 
     def read(self, identifier: str, *, now: datetime | str | None = None) -> Note:
         """Return a note by URI, path or title, and record the read (its recency boost)."""
+        from contextgraph.notes import read_note
+
         stamp = self._now(now) if now is not None or self.settings.now is not None else None
         return read_note(
             self.engine,
@@ -199,6 +208,8 @@ class ContextGraph:
 
     def visualize(self, concept: str, *, depth: int = 2, max_nodes: int = 30) -> str:
         """A Mermaid flowchart of the concept's neighbourhood."""
+        from contextgraph.visualize import visualize
+
         with db.read(self.engine) as conn:
             return visualize(conn, clean(concept), depth=depth, max_nodes=max_nodes)
 

@@ -7,18 +7,13 @@ with the decay weight computed in SQL. Nothing loads the whole graph, and nothin
 
 from __future__ import annotations
 
+import functools
 import heapq
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import (
-    Connection,
-    and_,
-    func,
-    literal,
-    select,
-)
+from sqlalchemy import Connection, Select, and_, bindparam, func, literal, select
 
 from contextgraph.decay import reference_sql
 from contextgraph.errors import InvalidArgument
@@ -224,7 +219,17 @@ def _top_files(
     """Up to three source-file URIs per listed relation, most recent reference time first."""
     if not ids:
         return {}
-    joined, (_m1, m2, f), where = _cooccurrences([qid])
+    out: dict[int, list[tuple[str, int]]] = {}
+    rows = conn.execute(_top_files_statement(), {"qid": qid, "ids": ids})
+    for n, u, fid in rows:
+        out.setdefault(n, []).append((u, fid))
+    return out
+
+
+@functools.cache
+def _top_files_statement() -> Select[Any]:
+    """Built once: SQLAlchemy then reuses its compiled form (bound ``qid`` and ``ids``)."""
+    joined, (m1, m2, f), _ = _cooccurrences([])
     s = T_SOURCES.alias("s")
     uri = literal("memory://") + s.c.name + literal("/") + f.c.path
     ref = reference_sql(f)
@@ -238,18 +243,17 @@ def _top_files(
             .label("rank"),
         )
         .select_from(joined.join(s, s.c.id == f.c.source_id))
-        .where(where, m2.c.concept_id.in_(ids))
+        .where(
+            m1.c.concept_id == bindparam("qid"),
+            m2.c.concept_id.in_(bindparam("ids", expanding=True)),
+        )
         .subquery()
     )
-    out: dict[int, list[tuple[str, int]]] = {}
-    rows = conn.execute(
+    return (
         select(ranked.c.n, ranked.c.uri, ranked.c.file_id)
         .where(ranked.c.rank <= MAX_FILES_PER_RELATION)
         .order_by(ranked.c.n, ranked.c.rank)
     )
-    for n, u, fid in rows:
-        out.setdefault(n, []).append((u, fid))
-    return out
 
 
 def _previews(
@@ -292,7 +296,7 @@ def _expand(
         if budget <= 0 or not frontier:
             break
         lists = {v: nb.scored(v) for v in frontier}
-        names = nb.names([*frontier, *(n for sc in lists.values() for n in sc.ranked)])
+        names = nb.names(frontier)  # scored() has loaded the names of every neighbour too
         heap: list[tuple[float, str, int, int]] = []
         for v, sc in lists.items():
             if sc.ranked:
@@ -344,7 +348,11 @@ def community_siblings(
     overlap: dict[int, int] = {}
     for n, w_qn in adjacent.items():
         around = nb.adjacency(n)
-        for c in members & around.keys():
+        if len(members) < len(around):
+            common = [c for c in members if c in around]
+        else:
+            common = [c for c in around if c in members]
+        for c in common:
             shared[c] = shared.get(c, 0) + 1
             overlap[c] = overlap.get(c, 0) + min(w_qn, around[c])
     candidates = [c for c, k in shared.items() if k >= settings.community_min_shared]

@@ -55,6 +55,7 @@ def scan(root: Path, *, exclude: Iterable[Path] = ()) -> ScanResult:
     result = ScanResult()
     real_root = Path(os.path.realpath(root))
     excluded = {os.path.realpath(p) for p in exclude}
+    excluded_names = {os.path.basename(p) for p in excluded}
     seen_dirs: set[str] = set()
     stack: list[tuple[str, str]] = [(str(real_root), "")]
     while stack:
@@ -102,7 +103,9 @@ def scan(root: Path, *, exclude: Iterable[Path] = ()) -> ScanResult:
             if not stat.S_ISREG(st.st_mode):
                 continue
             kind = file_kind(name)
-            if kind is None or os.path.realpath(entry.path) in excluded:
+            if kind is None:
+                continue
+            if name in excluded_names and os.path.realpath(entry.path) in excluded:
                 continue
             result.files.append(ScannedFile(rel, entry.path, kind, st.st_size, st.st_mtime_ns))
         stack.extend(reversed(subdirs))
