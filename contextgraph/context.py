@@ -122,6 +122,19 @@ def concept_key(name: str) -> str:
     return normalize(name)
 
 
+def find_concept(conn: Connection, concept: str) -> tuple[str, tuple[int, int | None] | None]:
+    """Normalise ``concept``; return its key and (id, community id), or None when unknown."""
+    key = concept_key(concept)
+    if not key:
+        raise InvalidArgument("the concept name is empty once normalised")
+    row = conn.execute(
+        select(T_ENTITIES.c.id, T_ENTITIES.c.community_id).where(
+            T_ENTITIES.c.kind == "concept", T_ENTITIES.c.key == key
+        )
+    ).first()
+    return key, None if row is None else (int(row.id), row.community_id)
+
+
 @dataclass(frozen=True)
 class _Neighbour:
     id: int
@@ -150,17 +163,10 @@ def build_context(
         raise InvalidArgument(f"depth must be 0 or more, not {depth}")
     if max_entities < 1:
         raise InvalidArgument(f"max_entities must be at least 1, not {max_entities}")
-    key = concept_key(concept)
-    if not key:
-        raise InvalidArgument("the concept name is empty once normalised")
-    row = conn.execute(
-        select(T_ENTITIES.c.id, T_ENTITIES.c.community_id).where(
-            T_ENTITIES.c.kind == "concept", T_ENTITIES.c.key == key
-        )
-    ).first()
-    if row is None:
+    key, found = find_concept(conn, concept)
+    if found is None:
         return Context(concept_name=key, depth=depth)
-    qid, community_id = int(row.id), row.community_id
+    qid, community_id = found
 
     nb = Neighbourhoods(conn.engine, conn, settings, now)
     scored = nb.scored(qid)

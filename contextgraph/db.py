@@ -207,6 +207,11 @@ def read(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connection
         conn.close()
 
 
+def escape_like(value: str) -> str:
+    """Escape ``%``, ``_`` and ``\\`` for a LIKE pattern used with ``escape="\\"``."""
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def migrations_dir() -> Path:
     """Find the Alembic scripts: inside the installed package, else beside it in a checkout."""
     here = Path(__file__).resolve().parent

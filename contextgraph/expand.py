@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, literal, or_, select, union_all
 
+from contextgraph import db
 from contextgraph.errors import InvalidArgument
 from contextgraph.models import ConceptRelation, Entity, Relation, table_of
 from contextgraph.settings import Settings
@@ -100,10 +101,6 @@ def passes_quality(name: str, settings: Settings) -> bool:
     return lowered not in STOPWORDS and lowered not in settings.expand_stopwords
 
 
-def _escape_like(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def match_seeds(conn: Connection, seeds: list[str]) -> dict[int, tuple[str, str, str | None]]:
     """Entities named by ``seeds``: id -> (name, kind, path)."""
     e = T_ENTITIES
@@ -113,7 +110,7 @@ def match_seeds(conn: Connection, seeds: list[str]) -> dict[int, tuple[str, str,
         if not lowered:
             continue
         concept = normalize(seed)
-        stem = _escape_like(lowered)
+        stem = db.escape_like(lowered)
         conditions = [
             and_(e.c.kind.in_(("symbol", "package")), e.c.name_lower == lowered),
             and_(

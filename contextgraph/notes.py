@@ -122,15 +122,11 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
                 or_(
                     func.lower(T_FILES.c.title) == lowered,
                     stem == lowered,
-                    stem.like("%/" + _escape_like(lowered), escape="\\"),
+                    stem.like("%/" + db.escape_like(lowered), escape="\\"),
                 ),
             ).order_by(T_SOURCES.c.name, T_FILES.c.path)
         )
     )
-
-
-def _escape_like(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def read_note(

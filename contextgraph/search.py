@@ -21,6 +21,7 @@ from sqlalchemy import (
     table,
 )
 
+from contextgraph import db
 from contextgraph.decay import weight_sql
 from contextgraph.errors import InvalidArgument
 from contextgraph.ftsquery import build_match
@@ -78,10 +79,6 @@ class SearchResult:
         }
 
 
-def _escape_like(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def search(
     conn: Connection,
     query: str,
@@ -110,7 +107,7 @@ def search(
         conditions.append(s.c.name == source)
     if folder is not None and folder.strip("/ "):
         prefix = check_relative(folder.strip("/ "))
-        conditions.append(f.c.path.like(_escape_like(prefix) + "/%", escape="\\"))
+        conditions.append(f.c.path.like(db.escape_like(prefix) + "/%", escape="\\"))
     joined = FTS.join(f, f.c.id == FTS.c.rowid).join(s, s.c.id == f.c.source_id)
     total = conn.execute(select(func.count()).select_from(joined).where(*conditions)).scalar_one()
     # bm25() is lower-is-better (negative); the score flips it and weighs it by recency.

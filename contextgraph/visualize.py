@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, select, union_all
 
-from contextgraph.context import concept_key
+from contextgraph.context import find_concept
 from contextgraph.errors import InvalidArgument
 from contextgraph.mermaid import MAX_EDGES, MermaidEdge, MermaidNode, render_flowchart
 from contextgraph.models import ConceptRelation, Entity, table_of
@@ -19,19 +19,12 @@ def visualize(conn: Connection, concept: str, *, depth: int = 2, max_nodes: int 
         raise InvalidArgument("depth must be between 1 and 5")
     if not 5 <= max_nodes <= 100:
         raise InvalidArgument("max_nodes must be between 5 and 100")
-    key = concept_key(concept)
-    if not key:
-        raise InvalidArgument("the concept name is empty once normalised")
-    row = conn.execute(
-        select(T_ENTITIES.c.id, T_ENTITIES.c.community_id).where(
-            T_ENTITIES.c.kind == "concept", T_ENTITIES.c.key == key
-        )
-    ).first()
-    if row is None:
+    key, found = find_concept(conn, concept)
+    if found is None:
         return render_flowchart(key, [], [])
     cr = T_CREL
-    kept: dict[int, None] = {int(row.id): None}
-    frontier = [int(row.id)]
+    kept: dict[int, None] = {found[0]: None}
+    frontier = [found[0]]
     for _ in range(depth):
         if not frontier or len(kept) >= max_nodes:
             break
