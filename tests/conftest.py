@@ -8,9 +8,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from contextgraph import ContextGraph
 from contextgraph.settings import Settings
+
+# CI runs the property tests on a fixed sequence of examples (no flakes on a shared machine);
+# locally every run explores new ones.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 CORPORA = SHARED / "corpora"
