@@ -13,12 +13,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, bindparam, func, literal, select
+from sqlalchemy import Connection, Select, bindparam, func, literal, select
 
 from contextgraph.decay import reference_sql
 from contextgraph.errors import InvalidArgument
 from contextgraph.models import ConceptRelation, Entity, File, Mention, Source, table_of
-from contextgraph.neighbourhood import Neighbourhoods
+from contextgraph.neighbourhood import Neighbourhoods, cooccurrences, weighted_score
 from contextgraph.preview import content_preview
 from contextgraph.settings import Settings
 from contextgraph.wikilinks import find_links, normalize
@@ -200,20 +200,6 @@ def build_context(
     return Context(key, depth, community_id, direct, expanded, siblings)
 
 
-def _cooccurrences(ids: list[int]) -> tuple[Any, Any, Any]:
-    """Aliases (m1, m2, f) joined so each row is one note in which ``m1`` and ``m2`` co-occur.
-
-    ``m1.concept_id`` is one of ``ids``; notes over the concept limit add no pairs.
-    """
-    m1 = T_MENTIONS.alias("m1")
-    m2 = T_MENTIONS.alias("m2")
-    f = T_FILES.alias("f")
-    joined = m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1)).join(
-        m2, and_(m2.c.file_id == m1.c.file_id, m2.c.concept_id != m1.c.concept_id)
-    )
-    return joined, (m1, m2, f), m1.c.concept_id.in_(ids)
-
-
 def _neighbour(n: int, edge: tuple[int, float], info: tuple[str, int | None]) -> _Neighbour:
     co, total = edge
     return _Neighbour(n, info[0], co, total / co, info[1])
@@ -235,7 +221,7 @@ def _top_files(
 @functools.cache
 def _top_files_statement() -> Select[Any]:
     """Built once: SQLAlchemy then reuses its compiled form (bound ``qid`` and ``ids``)."""
-    joined, (m1, m2, f), _ = _cooccurrences([])
+    joined, m1, m2, f = cooccurrences()
     s = T_SOURCES.alias("s")
     uri = literal("memory://") + s.c.name + literal("/") + f.c.path
     ref = reference_sql(f)
@@ -307,14 +293,14 @@ def _expand(
         for v, sc in lists.items():
             if sc.ranked:
                 first = sc.ranked[0]
-                heapq.heappush(heap, (-_score(sc.edges[first]), names[first][0], v, 0))
+                heapq.heappush(heap, (-weighted_score(sc.edges[first]), names[first][0], v, 0))
         kept: list[int] = []
         while heap and len(kept) < budget:
             _, name, v, index = heapq.heappop(heap)
             sc = lists[v]
             if index + 1 < len(sc.ranked):
                 nxt = sc.ranked[index + 1]
-                heapq.heappush(heap, (-_score(sc.edges[nxt]), names[nxt][0], v, index + 1))
+                heapq.heappush(heap, (-weighted_score(sc.edges[nxt]), names[nxt][0], v, index + 1))
             c = sc.ranked[index]
             if c in seen:
                 continue
@@ -326,17 +312,14 @@ def _expand(
                 continue  # it comes (with its own score) from its via's list
             co, _total = sc.edges[c]
             out.append(
-                ExpandedRelation(name, hop, names[v][0], co, _score(sc.edges[c]), names[c][1])
+                ExpandedRelation(
+                    name, hop, names[v][0], co, weighted_score(sc.edges[c]), names[c][1]
+                )
             )
             seen.add(c)
             kept.append(c)
         frontier = kept
     return tuple(out)
-
-
-def _score(edge: tuple[int, float]) -> float:
-    co, total = edge
-    return co * (total / co)
 
 
 def community_siblings(

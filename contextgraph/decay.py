@@ -44,16 +44,14 @@ def reference_sql(files: FromClause) -> ColumnElement[float]:
     return func.max(func.coalesce(files.c.last_accessed, base), base)
 
 
+def age_sql(reference: ColumnElement[float], now: float) -> ColumnElement[float]:
+    """SQL for :func:`age_days` of a reference-time expression."""
+    return func.floor((literal(now, Float) - reference) / SECONDS_PER_DAY)
+
+
 def weight_sql(files: FromClause, now: float, settings: Settings) -> ColumnElement[float]:
     """SQL computing :func:`weight` for each row of ``files``; same numbers as the Python one."""
-    return weight_of_sql(reference_sql(files), now, settings)
-
-
-def weight_of_sql(
-    reference: ColumnElement[float], now: float, settings: Settings
-) -> ColumnElement[float]:
-    """SQL computing :func:`weight` of a reference-time expression."""
-    age = func.floor((literal(now, Float) - reference) / SECONDS_PER_DAY)
+    age = age_sql(reference_sql(files), now)
     grace = literal(settings.grace_days, Float)
     decayed: ColumnElement[float]
     if settings.decay_model == "exponential":

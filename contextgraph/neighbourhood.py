@@ -22,19 +22,19 @@ from typing import ClassVar
 from sqlalchemy import (
     Connection,
     Engine,
-    Float,
+    FromClause,
+    Join,
     and_,
     bindparam,
     case,
     func,
-    literal,
     select,
     union_all,
 )
 from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from contextgraph.decay import SECONDS_PER_DAY, reference_sql, weight_sql
+from contextgraph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
 from contextgraph.models import ConceptRelation, Entity, File, Mention, Meta, table_of
 from contextgraph.settings import Settings
 
@@ -164,9 +164,9 @@ class Neighbourhoods:
         cached = self.state.scored.get(cid)
         if cached is not None and cached.computed_at <= self.now < cached.valid_until:
             return cached
-        m1, m2, f = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2"), T_FILES.alias("f")
+        joined, m1, m2, f = cooccurrences()
         reference = reference_sql(f)
-        age = func.floor((literal(self.now, Float) - reference) / SECONDS_PER_DAY)
+        age = age_sql(reference, self.now)
         # The instant this note's age reaches its next whole day; only ages past the grace
         # period change a weight.
         tick = case(
@@ -180,11 +180,7 @@ class Neighbourhoods:
                 func.total(weight_sql(f, self.now, self.settings)),
                 func.min(tick),
             )
-            .select_from(
-                m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1)).join(
-                    m2, and_(m2.c.file_id == m1.c.file_id, m2.c.concept_id != m1.c.concept_id)
-                )
-            )
+            .select_from(joined)
             .where(m1.c.concept_id == cid)
             .group_by(m2.c.concept_id)
         )
@@ -195,17 +191,29 @@ class Neighbourhoods:
             if next_tick is not None:
                 valid_until = min(valid_until, float(next_tick))
         names = self.names(edges)
-        ranked = sorted(edges, key=lambda n: (-_score(edges[n]), -edges[n][0], names[n][0]))
+        ranked = sorted(edges, key=lambda n: (-weighted_score(edges[n]), -edges[n][0], names[n][0]))
         result = Scored(edges, ranked, self.now, valid_until)
         self.state.scored[cid] = result
         self.state.edges += len(edges)
         return result
 
 
-def _score(edge: tuple[int, float]) -> float:
+def weighted_score(edge: tuple[int, float]) -> float:
     """weightedScore = count × (mean weight), computed as the spec states it."""
     co, total = edge
     return co * (total / co)
+
+
+def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
+    """(join, m1, m2, f): each row is one note ``f`` in which ``m1`` and ``m2`` co-occur.
+
+    Notes over the concept limit add no pairs, so they are left out.
+    """
+    m1, m2, f = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2"), T_FILES.alias("f")
+    joined = m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1)).join(
+        m2, and_(m2.c.file_id == m1.c.file_id, m2.c.concept_id != m1.c.concept_id)
+    )
+    return joined, m1, m2, f
 
 
 _ADJACENCY_SQL = str(
@@ -216,4 +224,4 @@ _ADJACENCY_SQL = str(
 )
 
 
-__all__ = ["Neighbourhoods", "Scored", "bump_version"]
+__all__ = ["Neighbourhoods", "Scored", "bump_version", "cooccurrences", "weighted_score"]

@@ -26,7 +26,7 @@ from contextgraph.decay import weight_sql
 from contextgraph.errors import InvalidArgument
 from contextgraph.ftsquery import build_match
 from contextgraph.models import File, Source, table_of
-from contextgraph.notes import check_relative
+from contextgraph.notes import check_relative, file_uri
 from contextgraph.settings import Settings
 
 T_FILES = table_of(File)
@@ -133,7 +133,7 @@ def search(
     )
     hits = tuple(
         SearchHit(
-            uri=f"memory://{r.name}/{r.path}",
+            uri=file_uri(r.name, r.path),
             path=r.path,
             source=r.name,
             title=r.title,

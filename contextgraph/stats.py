@@ -82,7 +82,7 @@ class DoctorReport:
     integrity: str = "ok"
     missing_relations: int = 0
     wrong_relations: int = 0
-    provenance_mismatches: int = 0
+    nonpositive_counts: int = 0
     orphan_concepts: int = 0
     fts: str = "ok"
     problems: list[str] = field(default_factory=list)
@@ -97,7 +97,7 @@ class DoctorReport:
             "integrityCheck": self.integrity,
             "missingRelations": self.missing_relations,
             "wrongRelations": self.wrong_relations,
-            "provenanceMismatches": self.provenance_mismatches,
+            "nonPositiveCounts": self.nonpositive_counts,
             "orphanConcepts": self.orphan_concepts,
             "fts": self.fts,
             "problems": self.problems,
@@ -113,14 +113,14 @@ def doctor(conn: Connection) -> DoctorReport:
         report.problems.append(f"integrity_check: {report.integrity}")
     row = conn.execute(text(_RECOUNT)).one()
     report.missing_relations, report.wrong_relations = int(row[0]), int(row[1])
-    report.provenance_mismatches, report.orphan_concepts = int(row[2]), int(row[3])
+    report.nonpositive_counts, report.orphan_concepts = int(row[2]), int(row[3])
     if report.missing_relations or report.wrong_relations:
         report.problems.append(
             f"co-occurrence differs from the mentions: {report.missing_relations} missing or "
             f"miscounted, {report.wrong_relations} stored wrongly"
         )
-    if report.provenance_mismatches:
-        report.problems.append(f"{report.provenance_mismatches} relations have a count <= 0")
+    if report.nonpositive_counts:
+        report.problems.append(f"{report.nonpositive_counts} relations have a count <= 0")
     if report.orphan_concepts:
         report.problems.append(f"{report.orphan_concepts} concepts have no mentions")
     stale_fts = conn.execute(

@@ -29,7 +29,6 @@ from sqlalchemy import (
     Engine,
     bindparam,
     delete,
-    func,
     insert,
     literal_column,
     select,
@@ -41,17 +40,17 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from contextgraph import db
 from contextgraph.errors import SyncInProgress
 from contextgraph.ingest import Job, Prepared, prepare
-from contextgraph.models import ConceptRelation, Entity, File, Mention, Meta, Relation, table_of
+from contextgraph.models import ConceptRelation, Entity, File, Mention, Meta, table_of
 from contextgraph.neighbourhood import bump_version
 from contextgraph.scan import ScannedFile, scan
 from contextgraph.settings import Settings
 from contextgraph.sources import SourceInfo, list_sources
+from contextgraph.stats import counts
 
 T_FILES = table_of(File)
 T_ENTITIES = table_of(Entity)
 T_MENTIONS = table_of(Mention)
 T_CREL = table_of(ConceptRelation)
-T_REL = table_of(Relation)
 T_META = table_of(Meta)
 
 CHUNK = 500  # ids per IN (...) list; far below SQLite's bound-parameter limit
@@ -210,10 +209,8 @@ def run_sync(
 
 
 def _recompute_communities(engine: Engine, settings: Settings, report: SyncReport) -> None:
-    try:
-        from contextgraph import communities
-    except ImportError:  # pragma: no cover - the module ships with the package
-        return
+    from contextgraph import communities  # imports igraph: only when there is work for it
+
     run = communities.recompute(engine, settings)
     report.communities = run.community_count
     report.modularity = run.modularity
@@ -683,21 +680,13 @@ def _is_stale(engine: Engine, key: str) -> bool:
 
 def _count(engine: Engine, report: SyncReport) -> None:
     with db.read(engine) as conn:
-        report.concepts = conn.execute(
-            select(func.count()).select_from(T_ENTITIES).where(T_ENTITIES.c.kind == "concept")
-        ).scalar_one()
-        report.relations = conn.execute(select(func.count()).select_from(T_CREL)).scalar_one()
-        report.entities = conn.execute(select(func.count()).select_from(T_ENTITIES)).scalar_one()
-        report.code_relations = conn.execute(select(func.count()).select_from(T_REL)).scalar_one()
-        if report.communities is None:
-            from contextgraph.models import CommunityRun
-
-            t = table_of(CommunityRun)
-            row = conn.execute(
-                select(t.c.community_count, t.c.modularity).order_by(t.c.id.desc()).limit(1)
-            ).first()
-            if row is not None:
-                report.communities, report.modularity = row[0], row[1]
+        totals = counts(conn)
+    report.concepts = totals["concepts"]
+    report.relations = totals["relations"]
+    report.entities = sum(totals["entities"].values())
+    report.code_relations = sum(totals["codeRelations"].values())
+    if report.communities is None:
+        report.communities, report.modularity = totals["communities"], totals["modularity"]
 
 
 def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
