@@ -32,7 +32,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +51,7 @@ from soak import (  # noqa: E402  (this folder is not a package)
     partition,
     stale_markers,
     unassigned_concepts,
+    workdir_or_temporary,
 )
 
 CODE_FILES = 12
@@ -379,21 +379,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     if args.iterations < 1 or args.notes < 1:
         parser.error("--iterations and --notes must be at least 1")
-    if args.workdir is not None:
-        result = run(
-            iterations=args.iterations,
-            notes=args.notes,
-            workdir=args.workdir.resolve(),
-            seed=args.seed,
-        )
-    else:
-        with tempfile.TemporaryDirectory(prefix="contextgraph-crash-") as tmp:
-            result = run(
-                iterations=args.iterations,
-                notes=args.notes,
-                workdir=Path(tmp) / "crash",
-                seed=args.seed,
-            )
+    with workdir_or_temporary(args.workdir, "crash") as workdir:
+        result = run(iterations=args.iterations, notes=args.notes, workdir=workdir, seed=args.seed)
     print(json.dumps(result, indent=2))
     return result
 

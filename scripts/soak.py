@@ -37,6 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -516,6 +518,16 @@ def run(
     }
 
 
+@contextmanager
+def workdir_or_temporary(workdir: Path | None, name: str) -> Iterator[Path]:
+    """The given folder (kept afterwards), else a temporary one removed at the end."""
+    if workdir is not None:
+        yield workdir.resolve()
+        return
+    with tempfile.TemporaryDirectory(prefix=f"contextgraph-{name}-") as tmp:
+        yield Path(tmp) / name
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Parse the arguments, run the soak, print and return its JSON object."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -528,25 +540,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     if args.writers < 0 or args.readers < 0 or args.seconds <= 0 or args.notes < 1:
         parser.error("--writers/--readers must be >= 0, --seconds > 0 and --notes >= 1")
-    if args.workdir is not None:
+    with workdir_or_temporary(args.workdir, "soak") as workdir:
         result = run(
             writers=args.writers,
             readers=args.readers,
             seconds=args.seconds,
             notes=args.notes,
-            workdir=args.workdir.resolve(),
+            workdir=workdir,
             seed=args.seed,
         )
-    else:
-        with tempfile.TemporaryDirectory(prefix="contextgraph-soak-") as tmp:
-            result = run(
-                writers=args.writers,
-                readers=args.readers,
-                seconds=args.seconds,
-                notes=args.notes,
-                workdir=Path(tmp) / "soak",
-                seed=args.seed,
-            )
     print(json.dumps(result, indent=2))
     return result
 
