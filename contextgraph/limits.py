@@ -1,0 +1,51 @@
+"""Every bound on a caller's argument, defined once.
+
+The library checks them (:meth:`Bound.check`), the CLI turns them into ``click.IntRange``
+and the MCP server into ``Field(ge=…, le=…)``, so the three can never disagree. A bound
+names the argument as the library spells it; each door words its own flag.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from contextgraph.errors import InvalidArgument
+
+
+@dataclass(frozen=True)
+class Bound:
+    """An inclusive integer range for one argument."""
+
+    name: str
+    low: int
+    high: int
+
+    def check(self, value: int) -> int:
+        """Return ``value``, or raise :class:`InvalidArgument` when it is out of range."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidArgument(f"{self.name} must be a whole number, not {value!r}")
+        if not self.low <= value <= self.high:
+            raise InvalidArgument(
+                f"{self.name} must be between {self.low} and {self.high}, not {value}"
+            )
+        return value
+
+
+# BuildContext (SPEC §5). Depth 0 and 1 give direct relations only.
+CONTEXT_DEPTH = Bound("depth", 0, 5)
+CONTEXT_MAX_ENTITIES = Bound("max_entities", 1, 100)
+# Expansion (SPEC §8).
+EXPAND_MAX_DEPTH = Bound("max_depth", 1, 5)
+EXPAND_MAX_NODES = Bound("max_nodes", 1, 500)
+EXPAND_MAX_SEEDS = 100
+# Search (SPEC §9). The page bound keeps the row offset well inside SQLite's 64-bit integers.
+SEARCH_LIMIT = Bound("limit", 1, 100)
+SEARCH_PAGE = Bound("page", 1, 1_000_000)
+# Visualize (SPEC §9).
+VISUALIZE_DEPTH = Bound("depth", 1, 5)
+VISUALIZE_MAX_NODES = Bound("max_nodes", 5, 100)
+# Retrieve (SPEC §13).
+RETRIEVE_K = Bound("k", 1, 50)
+RETRIEVE_BUDGET_TOKENS = Bound("budget_tokens", 100, 100_000)
+# Free text a caller types: a search query or a retrieval question.
+MAX_QUERY_CHARS = 4000
