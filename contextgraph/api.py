@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the query modules load on first use: `contextgraph sync` ne
     from contextgraph.context import Context
     from contextgraph.expand import ExpandResult
     from contextgraph.notes import Note
+    from contextgraph.retrieve import Retrieval
     from contextgraph.search import SearchResult
 
 
@@ -193,6 +194,29 @@ class ContextGraph:
                 source=None if source is None else clean(source),
                 folder=None if folder is None else clean(folder),
                 all_words=all_words,
+            )
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        budget_tokens: int = 6000,
+        source: str | None = None,
+        now: datetime | str | None = None,
+    ) -> Retrieval:
+        """The files and notes a question needs, ranked, with reasons and excerpts (SPEC §13)."""
+        from contextgraph.retrieve import retrieve
+
+        with db.read(self.engine) as conn:
+            return retrieve(
+                conn,
+                clean(query),
+                settings=self.settings,
+                now=self._now(now),
+                k=k,
+                budget_tokens=budget_tokens,
+                source=None if source is None else clean(source),
             )
 
     def read(self, identifier: str, *, now: datetime | str | None = None) -> Note:

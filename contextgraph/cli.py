@@ -15,6 +15,7 @@ import click
 
 from contextgraph.api import ContextGraph, default_database
 from contextgraph.errors import ContextGraphError
+from contextgraph.limits import RETRIEVE_BUDGET_TOKENS, RETRIEVE_K
 from contextgraph.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -276,6 +277,50 @@ def read(ctx: click.Context, identifier: str, as_json: bool) -> None:
         _emit(note.as_dict())
         return
     click.echo(note.content, nl=not note.content.endswith("\n"))
+
+
+@cli.command()
+@click.argument("query")
+@click.option(
+    "--k",
+    "k",
+    type=click.IntRange(RETRIEVE_K.low, RETRIEVE_K.high),
+    default=10,
+    show_default=True,
+    help="Files and notes to return.",
+)
+@click.option(
+    "--budget-tokens",
+    type=click.IntRange(RETRIEVE_BUDGET_TOKENS.low, RETRIEVE_BUDGET_TOKENS.high),
+    default=6000,
+    show_default=True,
+    help="Excerpts stop at this many tokens (characters / 4).",
+)
+@click.option("--source", default=None, help="Only this source.")
+@_json_option
+@click.pass_context
+def retrieve(
+    ctx: click.Context, query: str, k: int, budget_tokens: int, source: str | None, as_json: bool
+) -> None:
+    """The files and notes a question needs, ranked, with why and excerpts."""
+    if not query.strip():
+        raise click.UsageError("give a question or some words to retrieve for")
+    with _graph(ctx) as graph:
+        result = graph.retrieve(query, k=k, budget_tokens=budget_tokens, source=source)
+    if as_json:
+        _emit(result.as_dict())
+        return
+    if not result.items:
+        click.echo("nothing found")
+    for item in result.items:
+        click.echo(f"{item.rank}. {item.uri}  [{item.kind}] score {item.score:.3f}")
+        for reason in item.why:
+            click.echo(f"     - {reason}")
+        if item.excerpt:
+            for line in item.excerpt.splitlines():
+                click.echo(f"       {line}")
+    cut = ", truncated" if result.truncated else ""
+    click.echo(f"~{result.tokens} tokens of excerpts (budget {result.budget_tokens}{cut})")
 
 
 @cli.command()

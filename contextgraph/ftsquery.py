@@ -14,7 +14,8 @@ double-quoted string, which FTS5 only ever tokenizes (never interprets as syntax
   characters; tokens are copied verbatim (FTS5 does the case and diacritic folding), all
   other characters act as separators, so operator characters never reach FTS5;
 * a bare word is also asked for in its other spellings (``create_time`` as ``createtime``,
-  ``TokenValidator`` as ``token validator``), which ``contextgraph.searchterms`` indexes;
+  ``TokenValidator`` as ``token validator``), which ``contextgraph.searchterms`` indexes,
+  and, unless every word is required, by its parts (``create``, ``time``) too;
 * terms are joined by ``OR`` (any word; bm25 ranks more and rarer words first) or, for
   ``all_words``, by ``AND``; duplicate terms are dropped, and English stopwords too while
   other words remain;
@@ -170,16 +171,24 @@ def _quote(term: str) -> str:
 
 @dataclass(frozen=True)
 class Term:
-    """One word or phrase of a query, with every spelling the index may hold it in."""
+    """One word or phrase of a query, with every spelling the index may hold it in.
+
+    ``spellings`` are the word itself (the first) and its other spellings; ``parts`` are the
+    pieces of a compound word (``create`` and ``time`` of ``create_time``, ``token`` and
+    ``validator`` of ``TokenValidator``), which an any-words query also accepts, so a file
+    that names only part of an identifier still ranks, below one that names all of it.
+    """
 
     text: str  # the tokens as typed, space-separated
     spellings: tuple[str, ...]  # FTS5 strings (unquoted), the first being ``text``
     phrase: bool  # typed inside double quotes
+    parts: tuple[str, ...] = ()
 
-    def expression(self) -> str:
-        if len(self.spellings) == 1:
-            return _quote(self.spellings[0])
-        return "(" + " OR ".join(_quote(s) for s in self.spellings) + ")"
+    def expression(self, *, loose: bool = True) -> str:
+        alternatives = self.spellings + (self.parts if loose else ())
+        if len(alternatives) == 1:
+            return _quote(alternatives[0])
+        return "(" + " OR ".join(_quote(s) for s in alternatives) + ")"
 
 
 def _spellings(tokens: list[str]) -> tuple[str, ...]:
@@ -191,6 +200,19 @@ def _spellings(tokens: list[str]) -> tuple[str, ...]:
     if all(t.isascii() for t in tokens):
         split = " ".join(p for t in tokens for p in camel_parts(t))
         out.setdefault(split, split)
+    return tuple(out.values())
+
+
+def _parts(tokens: list[str], spellings: tuple[str, ...]) -> tuple[str, ...]:
+    """The single words inside a compound word, stopwords and spellings left out."""
+    taken = {s.lower() for s in spellings}
+    out: dict[str, str] = {}
+    for token in tokens:
+        pieces = camel_parts(token) if token.isascii() else [token.lower()]
+        for piece in [token, *pieces] if len(pieces) > 1 else [token]:
+            key = piece.lower()
+            if key not in taken and key not in STOPWORDS:
+                out.setdefault(key, piece)
     return tuple(out.values())
 
 
@@ -206,7 +228,11 @@ def query_terms(query: str) -> list[Term]:
         if typed.lower() in seen:
             continue
         seen.add(typed.lower())
-        terms.append(Term(typed, (typed,) if phrase else _spellings(tokens), phrase))
+        if phrase:
+            terms.append(Term(typed, (typed,), True))
+        else:
+            spellings = _spellings(tokens)
+            terms.append(Term(typed, spellings, False, _parts(tokens, spellings)))
     content = [t for t in terms if t.phrase or t.text.lower() not in STOPWORDS]
     return content or terms
 
@@ -227,4 +253,6 @@ def build_match(query: str, *, all_words: bool = False) -> str | None:
     terms = query_terms(query)
     if not terms:
         return None
-    return (" AND " if all_words else " OR ").join(t.expression() for t in terms)
+    if all_words:
+        return " AND ".join(t.expression(loose=False) for t in terms)
+    return " OR ".join(t.expression() for t in terms)

@@ -15,7 +15,6 @@ cost a decay computation per match.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -254,34 +253,53 @@ class Highlighter:
     collide with WikiLinks; this reads the start of the stored text instead. The index stems
     words (Porter), so a query word marks every word that starts like it (``validate`` marks
     ``validation``), and both spellings of identifiers (``token`` marks ``TokenValidator``).
+    Matches are found with ``str.find`` per stem (C speed), not a regex alternation.
     """
+
+    MAX_PER_STEM = 64
 
     def __init__(self, terms: list[Term]) -> None:
         stems: set[str] = set()
         for term in terms:
-            for spelling in term.spellings:
+            for spelling in term.spellings + term.parts:
                 for token in spelling.split():
                     for part in camel_parts(token):
                         stems.add(_stem(part))
-        alternatives = sorted((re.escape(s) for s in stems if s), key=len, reverse=True)
-        self._pattern = (
-            re.compile(
-                r"(?:(?<![0-9A-Za-z])|(?<=[a-z])(?=[A-Z])|(?<=_))(?:"
-                + "|".join(alternatives)
-                + r")[0-9a-z]*",
-                re.IGNORECASE,
-            )
-            if alternatives
-            else None
-        )
+        self.stems = tuple(sorted((s for s in stems if s), key=len, reverse=True))
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the query's words start a word of ``text`` (or a CamelCase part), in order."""
+        lowered = text.lower()
+        if len(lowered) != len(text):  # a few characters lower-case to two: keep offsets true
+            lowered = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text)
+        found: dict[int, int] = {}
+        for stem in self.stems:
+            pos = lowered.find(stem)
+            count = 0
+            while pos >= 0 and count < self.MAX_PER_STEM:
+                if _starts_word(text, pos) and pos not in found:
+                    end = pos + len(stem)
+                    while end < len(text) and (text[end].islower() or text[end].isdigit()):
+                        end += 1
+                    found[pos] = end
+                    count += 1
+                pos = lowered.find(stem, pos + 1)
+        spans: list[tuple[int, int]] = []
+        for start in sorted(found):
+            if spans and start < spans[-1][1]:
+                continue
+            spans.append((start, found[start]))
+        return spans
+
+    def count(self, text: str) -> int:
+        """How many of the query's words ``text`` holds (each word start counted once)."""
+        return len(self.spans(text)) if self.stems else 0
 
     def snippet(self, text: str, *, note: bool) -> str:
         """About ``SNIPPET_CHARS`` characters of ``text`` around its first dense run of matches."""
         start = body_start(text) if note else 0
         body = text[start:]
-        spans = (
-            [(m.start(), m.end()) for m in self._pattern.finditer(body)] if self._pattern else []
-        )
+        spans = self.spans(body) if self.stems else []
         if not spans:
             return _tidy(body[: SNIPPET_CHARS * 2], SNIPPET_CHARS)[0]
         # The window (starting at a match) that holds the most matches.
@@ -310,6 +328,16 @@ class Highlighter:
         out.append(body[pos:end])
         text_out = " ".join("".join(out).split())
         return text_out + ("…" if end < len(body) else "")
+
+
+def _starts_word(text: str, pos: int) -> bool:
+    """A word starts at ``pos``: after a non-alphanumeric, an underscore or a case change."""
+    if pos == 0:
+        return True
+    before = text[pos - 1]
+    if not before.isalnum():
+        return True
+    return before.islower() and text[pos].isupper()
 
 
 def _stem(word: str) -> str:

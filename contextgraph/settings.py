@@ -60,6 +60,15 @@ class Settings:
     expand_hub_degree: int = 30
     expand_min_length: int = 3
     expand_stopwords: tuple[str, ...] = ()
+    # Retrieval (SPEC §13): chosen with scripts/bench_retrieval.py; see contextgraph/retrieve.py.
+    retrieve_candidates: int = 100  # lexical matches considered
+    retrieve_seeds: int = 10  # best lexical matches whose neighbourhoods are searched
+    retrieve_graph_weight: float = 0.5  # graph proximity against lexical relevance
+    retrieve_import_weight: float = 1.0  # an import (either way) or inheritance between files
+    retrieve_reference_weight: float = 0.5  # symbol references between files, no import
+    retrieve_concept_weight: float = 1.0  # notes sharing linked concepts
+    retrieve_hub_damping: float = 1.0  # exponent of the hub specificity (0 = hubs not damped)
+    retrieve_prior_weight: float = 0.0  # a file's size prior (log bytes over the largest)
     # Concurrency (SPEC §12).
     busy_timeout_ms: int = 5000
     lock_retry_seconds: float = 120.0
