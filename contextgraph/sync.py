@@ -16,11 +16,9 @@ import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import combinations
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +44,7 @@ from contextgraph.scan import ScannedFile, scan
 from contextgraph.settings import Settings
 from contextgraph.sources import SourceInfo, list_sources
 from contextgraph.stats import counts
+from contextgraph.workers import process_pool
 
 T_FILES = table_of(File)
 T_ENTITIES = table_of(Entity)
@@ -341,8 +340,7 @@ def _prepare_all(jobs: list[Job], settings: Settings) -> Iterable[Prepared]:
         for job in jobs:
             yield prepare(job)
         return
-    # spawn, not fork: no database connection (or lock) may cross into a child process.
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+    with process_pool(workers) as pool:  # its workers die with this process, however it ends
         yield from pool.map(prepare, jobs, chunksize=32)
 
 
