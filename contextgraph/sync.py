@@ -38,7 +38,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from contextgraph import db
 from contextgraph.errors import SyncInProgress
 from contextgraph.ingest import Job, Prepared, prepare
-from contextgraph.models import ConceptRelation, Entity, File, Mention, Meta, table_of
+from contextgraph.models import ConceptRelation, Entity, File, Mention, Meta, Source, table_of
 from contextgraph.neighbourhood import bump_version
 from contextgraph.scan import ScannedFile, scan
 from contextgraph.settings import Settings
@@ -51,6 +51,7 @@ T_ENTITIES = table_of(Entity)
 T_MENTIONS = table_of(Mention)
 T_CREL = table_of(ConceptRelation)
 T_META = table_of(Meta)
+T_SOURCES = table_of(Source)
 
 CHUNK = 500  # ids per IN (...) list; far below SQLite's bound-parameter limit
 POOL_THRESHOLD = 400  # files to extract before a process pool pays for its start-up
@@ -72,6 +73,7 @@ class SyncReport:
     """What a sync did; ``as_dict`` gives the JSON shape the CLI prints."""
 
     sources: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # sources whose folder is gone
     scanned: int = 0
     added: int = 0
     updated: int = 0
@@ -93,6 +95,7 @@ class SyncReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "sources": self.sources,
+            "missingSources": self.missing,
             "files": {
                 "scanned": self.scanned,
                 "added": self.added,
@@ -207,6 +210,46 @@ def run_sync(
     return report
 
 
+def forget_source(engine: Engine, settings: Settings, source: SourceInfo) -> SyncReport:
+    """Remove ``source`` and everything derived from it, as a sync of an empty folder would.
+
+    Its files are retracted in the same short batches a sync uses (so co-occurrence counts and
+    orphaned concepts stay exact), its code graph is dropped, then the source row itself; the
+    communities are recomputed when the concept graph changed.
+    """
+    report = SyncReport(sources=[source.name])
+    started = time.perf_counter()
+    with sync_lock(db.database_path(engine)):
+        with db.read(engine) as conn:
+            files = [
+                _Op("delete", r.path, old=_Existing(r.id, r.kind, r.size, r.mtime_ns, r.hash))
+                for r in conn.execute(
+                    select(
+                        T_FILES.c.id,
+                        T_FILES.c.path,
+                        T_FILES.c.kind,
+                        T_FILES.c.size,
+                        T_FILES.c.mtime_ns,
+                        T_FILES.c.hash,
+                    ).where(T_FILES.c.source_id == source.id)
+                )
+            ]
+        for chunk in _chunks(files, settings.batch_files):
+            _write_batch(engine, settings, source, list(chunk), report)
+        from contextgraph.codesync import rebuild_code_graph
+
+        rebuild_code_graph(engine, source.id)  # drops the packages only this source imported
+        with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
+            conn.execute(delete(T_SOURCES).where(T_SOURCES.c.id == source.id))
+            clear_stale(conn, f"codegraph:{source.id}")
+        if _is_stale(engine, "communities"):
+            report.graph_changed = True
+            _recompute_communities(engine, settings, report)
+        _count(engine, report)
+    report.phases["total"] = time.perf_counter() - started
+    return report
+
+
 def _recompute_communities(engine: Engine, settings: Settings, report: SyncReport) -> None:
     from contextgraph import communities  # imports igraph: only when there is work for it
 
@@ -232,7 +275,8 @@ def _sync_source(
 ) -> None:
     t = time.perf_counter()
     if not source.root.is_dir():
-        report.failed.append(Problem(source.name, ".", "source folder is missing"))
+        report.failed.append(Problem(source.name, ".", f"source folder {source.root} is missing"))
+        report.missing.append(source.name)
         return
     scanned = scan(source.root, exclude=exclude)
     for path, reason in scanned.problems:
@@ -692,4 +736,12 @@ def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
-__all__ = ["Problem", "ScannedFile", "SyncReport", "clear_stale", "run_sync", "sync_lock"]
+__all__ = [
+    "Problem",
+    "ScannedFile",
+    "SyncReport",
+    "clear_stale",
+    "forget_source",
+    "run_sync",
+    "sync_lock",
+]

@@ -46,12 +46,32 @@ def test_db_comes_from_the_environment(
     assert target.exists()
 
 
-def test_negative_depth_is_a_one_line_error_with_exit_1(runner: CliRunner, db_path: Path) -> None:
-    code, out, err = invoke(runner, db_path, "context", "x", "--depth", "-1", "--json")
-    assert code == 1
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("context", "x", "--depth", "-1", "--json"),
+        ("context", "x", "--depth", "6"),
+        ("context", "x", "--max-entities", "100000"),
+        ("context", "x", "--max-entities", "0"),
+        ("expand", "x", "--max-depth", "9"),
+        ("expand", "x", "--max-nodes", "0"),
+        ("search", "x", "--limit", "0"),
+        ("search", "x", "--limit", "101"),
+        ("search", "x", "--page", "0"),
+        ("search", "x", "--page", "99999999999999999999"),
+        ("visualize", "x", "--depth", "0"),
+        ("visualize", "x", "--max-nodes", "4"),
+    ],
+)
+def test_out_of_range_numbers_are_click_usage_errors_with_exit_2(
+    runner: CliRunner, db_path: Path, args: tuple[str, ...]
+) -> None:
+    code, out, err = invoke(runner, db_path, *args)
+    assert code == 2, err
     assert out == ""
-    assert "depth" in err and "Traceback" not in err
-    assert len(err.strip().splitlines()) == 1
+    assert "Invalid value for" in err and "is not in the range" in err
+    assert "Traceback" not in err and "OverflowError" not in err
+    assert not db_path.exists()  # refused before anything was opened
 
 
 def test_unknown_option_is_a_usage_error_with_exit_2(runner: CliRunner, db_path: Path) -> None:
@@ -63,6 +83,7 @@ def test_unknown_option_is_a_usage_error_with_exit_2(runner: CliRunner, db_path:
 def test_unknown_concept_gives_an_empty_result_not_an_error(
     runner: CliRunner, db_path: Path
 ) -> None:
+    assert invoke(runner, db_path, "init")[0] == 0  # an empty graph: no sync required
     code, out, _ = invoke(runner, db_path, "context", "Nobody Links This", "--json")
     assert code == 0
     assert json.loads(out)["directRelations"] == []
@@ -132,6 +153,7 @@ def test_stats_shows_settings_from_the_environment(
 ) -> None:
     monkeypatch.setenv("CONTEXTGRAPH_GRACE_DAYS", "7")
     monkeypatch.setenv("MAENIFOLD_COMMUNITY_MIN_SHARED", "5")
+    assert invoke(runner, db_path, "init")[0] == 0
     _, out, _ = invoke(runner, db_path, "stats", "--json")
     settings = json.loads(out)["settings"]
     assert settings["grace_days"] == 7.0 and settings["community_min_shared"] == 5

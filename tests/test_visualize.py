@@ -51,6 +51,6 @@ def test_visualize_command(store: ContextGraph, db_path: Path, vault: Path, writ
     write("a.md", "[[Q]] [[A]]")
     store.sync([vault])
     result = CliRunner().invoke(cli, ["--db", str(db_path), "visualize", "Q", "--depth", "9"])
-    assert result.exit_code == 1 and "depth" in result.stderr
+    assert result.exit_code == 2 and "--depth" in result.stderr  # a usage error (SPEC §10)
     result = CliRunner().invoke(cli, ["--db", str(db_path), "visualize", "Q"])
     assert result.exit_code == 0 and result.stdout.startswith("flowchart")
