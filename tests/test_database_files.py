@@ -21,6 +21,7 @@ from contextgraph import db as dbmod
 from contextgraph.cli import cli
 from contextgraph.errors import CorruptDatabase, DatabaseError, ReadOnlyDatabase
 
+AS_NOBODY = ("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups")
 SQL_WORDS = ("SELECT", "UPDATE", "INSERT", "[SQL:", "parameters:")
 
 
@@ -162,7 +163,7 @@ def test_db_that_is_a_folder_or_not_a_database_is_one_line(
         target.write_text("# Not a database\n\nJust text, long enough to fill a header.\n" * 10)
     before = target.read_text() if target.is_file() else None
     for args in (("context", "x"), ("stats",), ("sync", str(tmp_path)), ("search", "x")):
-        code, out, err = run(runner, "--db", str(target), *args)
+        code, _out, err = run(runner, "--db", str(target), *args)
         assert code == 1, (args, err)
         assert one_line(err), err
         assert "unexpected error" not in err
@@ -180,9 +181,8 @@ def _damaged(tmp_path: Path, notes: Path, how: str) -> Path:
         return target
     with ContextGraph.open(target) as graph:
         graph.sync([notes])
-    with ContextGraph.open(target) as graph:  # checkpoint the WAL into the main file
-        with graph.engine.connect() as conn:
-            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    with ContextGraph.open(target) as graph, graph.engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")  # into the main file
     data = bytearray(target.read_bytes())
     page = 4096
     for start in range(2 * page, len(data), page):  # keep the header, smash every other page
@@ -223,7 +223,7 @@ def test_other_commands_on_a_damaged_database_are_one_line(
         ("communities",),
         ("sync",),
     ):
-        code, out, err = run(runner, "--db", str(target), *args)
+        code, _out, err = run(runner, "--db", str(target), *args)
         if code == 0:  # a query may not touch a damaged page; then its answer must be sound
             continue
         assert code == 1, (args, err)
@@ -294,7 +294,7 @@ def test_a_write_to_a_read_only_database_is_one_clear_line(
     runner: CliRunner, read_only_db: Path, args: tuple[str, ...]
 ) -> None:
     before = read_only_db.read_bytes()
-    code, out, err = run(runner, "--db", str(read_only_db), *args)
+    code, _out, err = run(runner, "--db", str(read_only_db), *args)
     assert code == 1
     assert "read-only" in err and one_line(err), err
     assert "Alpha" not in err  # no note text either
@@ -315,8 +315,17 @@ def _nobody_can_run_python() -> bool:
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         return False
     probe = subprocess.run(
-        ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
-        + [sys.executable, "-c", "import contextgraph"],
+        [
+            "setpriv",
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            sys.executable,
+            "-c",
+            "import contextgraph",
+        ],
         capture_output=True,
     )
     return probe.returncode == 0
@@ -344,8 +353,20 @@ def test_read_only_database_as_a_real_non_root_user(notes: Path) -> None:
 
         def as_nobody(*args: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run(
-                ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
-                + [sys.executable, "-m", "contextgraph", "--db", str(target), *args],
+                [
+                    "setpriv",
+                    "--reuid",
+                    "65534",
+                    "--regid",
+                    "65534",
+                    "--clear-groups",
+                    sys.executable,
+                    "-m",
+                    "contextgraph",
+                    "--db",
+                    str(target),
+                    *args,
+                ],
                 capture_output=True,
                 text=True,
                 env={**os.environ, "HOME": str(base), "CONTEXTGRAPH_NOW": NOW},
