@@ -210,7 +210,7 @@ def _read_inside(root: Path, rel: str, database: Path | None) -> str:
         with open(target, "rb") as handle:
             data = handle.read()
     except FileNotFoundError as exc:
-        raise NotFound(f"{rel} is gone from disk; run `contextgraph sync`") from exc
+        raise NotFound(f"{rel} is gone from disk: sync its source again") from exc
     except OSError as exc:
         raise NotFound(f"{rel} cannot be read: {exc.strerror or exc}") from exc
     text = data.decode("utf-8", errors="replace")
