@@ -29,6 +29,7 @@ from contextgraph.limits import (
     Bound,
 )
 from contextgraph.settings import Settings
+from contextgraph.sources import check_root
 from contextgraph.sync import SyncReport
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -158,6 +159,8 @@ def init(ctx: click.Context, paths: tuple[str, ...], name: str | None) -> None:
     """Create or upgrade the database and register PATHs as sources (without syncing)."""
     if name is not None and len(paths) != 1:
         raise click.UsageError("--name needs exactly one PATH")
+    for path in paths:
+        check_root(path)  # refuse a bad folder before a database is created for it
     with _graph(ctx, create=True) as graph:
         for path in paths:
             source = graph.add_source(path, name=name)
@@ -177,6 +180,8 @@ def sync(
     """Sync PATHs (registering new ones), or every registered source when none is given."""
     if name is not None and len(paths) != 1:
         raise click.UsageError("--name needs exactly one PATH")
+    for path in paths:
+        check_root(path)  # refuse a bad folder before a database is created for it
     with _graph(ctx, create=True) as graph:
         with _progress() as progress:
             report = graph.sync(paths, name=name, wait=not no_wait, progress=progress)

@@ -219,8 +219,10 @@ def test_sync_refuses_empty_root_and_pseudo_filesystem_paths(
     code, _, err = invoke(runner, db_path, "sync", path)
     assert code == 1
     assert message in err and len(err.strip().splitlines()) == 1
-    with ContextGraph.open(db_path) as graph:
-        assert graph.sources() == []
+    assert not db_path.exists()  # refused before a database was created for it
+    code, _, err = invoke(runner, db_path, "init", path)
+    assert code == 1 and message in err
+    assert not db_path.exists()
 
 
 def test_library_sync_without_sources_says_so(store: ContextGraph) -> None:
