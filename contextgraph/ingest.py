@@ -9,6 +9,9 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from typing import Literal
+
+Status = Literal["new", "same", "failed"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,7 @@ class Prepared:
 
     path: str
     kind: str
-    status: str
+    status: Status
     reason: str | None = None
     size: int = 0
     mtime_ns: int = 0
