@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the query modules load on first use: `contextgraph sync` ne
     from contextgraph.expand import ExpandResult
     from contextgraph.notes import Note
     from contextgraph.search import SearchResult
+    from contextgraph.writing import Written
 
 
 def clean(text: str) -> str:
@@ -226,6 +227,80 @@ class ContextGraph:
             "run": None if run is None else run.as_dict(),
             "communities": [c.as_dict() for c in listed],
         }
+
+    # -- writing (SPEC §14) -----------------------------------------------------------------
+
+    def write_note(
+        self,
+        path_or_title: str,
+        content: str,
+        *,
+        source: str | None = None,
+        overwrite: bool = False,
+        expected_hash: str | None = None,
+    ) -> Written:
+        """Create (or with ``overwrite`` replace) a note file and sync it at once."""
+        from contextgraph import writing
+
+        return writing.write_note(
+            self.engine,
+            self.settings,
+            clean(path_or_title),
+            clean(content),
+            source=None if source is None else clean(source),
+            overwrite=overwrite,
+            expected_hash=expected_hash,
+        )
+
+    def edit_note(
+        self,
+        identifier: str,
+        operation: str,
+        *,
+        content: str | None = None,
+        find: str | None = None,
+        replace: str | None = None,
+        count: int = 1,
+        heading: str | None = None,
+        expected_hash: str | None = None,
+    ) -> Written:
+        """Append, prepend, replace text or replace a section of a note; sync it at once."""
+        from contextgraph import writing
+
+        return writing.edit_note(
+            self.engine,
+            self.settings,
+            clean(identifier),
+            operation,
+            content=None if content is None else clean(content),
+            find=None if find is None else clean(find),
+            replace=None if replace is None else clean(replace),
+            count=count,
+            heading=None if heading is None else clean(heading),
+            expected_hash=expected_hash,
+        )
+
+    def move_note(
+        self, identifier: str, new_path: str, *, expected_hash: str | None = None
+    ) -> Written:
+        """Move a note within its source; the store records a rename."""
+        from contextgraph import writing
+
+        return writing.move_note(
+            self.engine,
+            self.settings,
+            clean(identifier),
+            clean(new_path),
+            expected_hash=expected_hash,
+        )
+
+    def delete_note(self, identifier: str, *, expected_hash: str | None = None) -> Written:
+        """Delete a note's file and retract it from the store."""
+        from contextgraph import writing
+
+        return writing.delete_note(
+            self.engine, self.settings, clean(identifier), expected_hash=expected_hash
+        )
 
     # -- housekeeping -----------------------------------------------------------------------
 

@@ -29,3 +29,7 @@ class SourceError(ContextGraphError):
 
 class DatabaseError(ContextGraphError):
     """The database cannot be opened, migrated or written."""
+
+
+class Conflict(ContextGraphError):
+    """A write would clobber a file that exists or changed since the caller read it."""
