@@ -158,9 +158,7 @@ def test_content_is_checked_before_anything_is_written(graph: ContextGraph, vaul
     assert not (vault / "x.md").exists()
 
 
-def test_with_several_sources_the_source_must_be_named(
-    graph: ContextGraph, tmp_path: Path
-) -> None:
+def test_with_several_sources_the_source_must_be_named(graph: ContextGraph, tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
     graph.sync([other])
@@ -273,7 +271,8 @@ def test_replace_section_replaces_up_to_the_next_heading_of_its_level(
     )
     graph.write_note("s.md", body)
     graph.edit_note("s.md", "replace_section", heading="## status", content="new [[New]]")
-    assert (vault / "s.md").read_text() == "# Title\nintro\n## Status\nnew [[New]]\n\n## Next\nkept\n"
+    expected = "# Title\nintro\n## Status\nnew [[New]]\n\n## Next\nkept\n"
+    assert (vault / "s.md").read_text() == expected
     with pytest.raises(NotFound, match="no heading"):
         graph.edit_note("s.md", "replace_section", heading="Not a heading", content="x")
     graph.edit_note("s.md", "append", content="## Next\nagain\n")
@@ -329,9 +328,7 @@ def test_move_refusals(graph: ContextGraph, tmp_path: Path) -> None:
     assert graph.move_note("seed.md", "memory://vault/seed.md").action == "unchanged"
 
 
-def test_delete_retracts_the_note_and_its_orphan_concepts(
-    graph: ContextGraph, vault: Path
-) -> None:
+def test_delete_retracts_the_note_and_its_orphan_concepts(graph: ContextGraph, vault: Path) -> None:
     graph.write_note("lonely.md", "[[Lonely]] [[Alpha]]\n")
     deleted = graph.delete_note("lonely.md")
     assert deleted.action == "deleted" and deleted.concepts == ("alpha", "lonely")
