@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine
 
 from contextgraph import db
-from contextgraph.errors import InvalidArgument
+from contextgraph.errors import InvalidArgument, UnsafePath
 from contextgraph.settings import Settings, parse_datetime
 from contextgraph.sources import SourceInfo, list_sources, register
 from contextgraph.stats import DoctorReport, counts, doctor
@@ -112,10 +112,18 @@ class ContextGraph:
         name: str | None = None,
         wait: bool = True,
         progress: Progress | None = None,
+        register: bool = True,
+        allow: Sequence[str | os.PathLike[str]] | None = None,
     ) -> SyncReport:
-        """Sync ``paths`` (registering new ones), or every registered source when none given."""
+        """Sync ``paths`` (registering new ones), or every registered source when none given.
+
+        ``register=False`` refuses a path that is not already a source; ``allow`` refuses to
+        register one outside the given folders (registered sources always re-sync).
+        """
         if name is not None and len(paths) > 1:
             raise InvalidArgument("--name applies to a single PATH")
+        if paths and (not register or allow is not None):
+            self._check_registration(paths, register=register, allow=allow or ())
         chosen = [self.add_source(p, name=name).name for p in paths]
         return run_sync(
             self.engine,
@@ -124,6 +132,27 @@ class ContextGraph:
             wait=wait,
             progress=progress,
         )
+
+    def _check_registration(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        register: bool,
+        allow: Sequence[str | os.PathLike[str]],
+    ) -> None:
+        known = {s.root.resolve() for s in self.sources()}
+        bounds = [Path(a).expanduser().resolve() for a in allow]
+        for path in paths:
+            resolved = Path(path).expanduser().resolve()
+            if resolved in known:
+                continue
+            if not register:
+                raise UnsafePath(f"{path} is not a registered source, and no new one may be added")
+            if not any(resolved == b or resolved.is_relative_to(b) for b in bounds):
+                listed = ", ".join(str(b) for b in bounds) or "(none)"
+                raise UnsafePath(
+                    f"{path} is outside the folders sources may be added from: {listed}"
+                )
 
     # -- questions --------------------------------------------------------------------------
 

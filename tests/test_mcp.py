@@ -23,7 +23,9 @@ from contextgraph.mcp_server import create_server
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = {"build_context", "expand", "sync", "search_memories", "read_memory", "visualize"}
+READ_TOOLS = {"build_context", "expand", "sync", "search_memories", "read_memory", "visualize"}
+WRITE_TOOLS = {"write_note", "edit_note", "move_note", "delete_note"}
+TOOLS = READ_TOOLS | WRITE_TOOLS
 VAULT = EXAMPLES / "vault"
 CODE = EXAMPLES / "code"
 HAS_CODEGRAPH = importlib.util.find_spec("contextgraph.codegraph") is not None
