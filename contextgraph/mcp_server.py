@@ -30,6 +30,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError
 
@@ -617,7 +618,7 @@ def make_tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
         structured_output=True,
     )
     loose = tool.fn_metadata.arg_model
-    strict = type(
+    strict: type[ArgModelBase] = type(
         loose.__name__,
         (loose,),
         {
