@@ -41,7 +41,7 @@ T_MENTIONS = table_of(Mention)
 T_ENTITIES = table_of(Entity)
 T_SOURCES = table_of(Source)
 
-Operation = Literal["append", "prepend", "replace_text", "replace_section"]
+Action = Literal["created", "replaced", "edited", "unchanged", "moved", "deleted"]
 OPERATIONS: tuple[str, ...] = ("append", "prepend", "replace_text", "replace_section")
 
 MAX_NAME_BYTES = 200  # of a file name from a title, before ".md" (file systems allow 255)
@@ -60,7 +60,7 @@ class Written:
     ``previous_uri`` is where it was.
     """
 
-    action: str  # created | replaced | edited | unchanged | moved | deleted
+    action: Action
     uri: str
     path: str
     source: str
@@ -147,7 +147,7 @@ def write_note(
         _make_folders(info, rel, database)
         _atomic_write(target, data)
         report = sync_paths(engine, settings, info.name, [rel], locked=True, reread=True)
-    action = "created" if current is None else "replaced"
+    action: Action = "created" if current is None else "replaced"
     return _result(engine, info, rel, action, content_hash(data), report)
 
 
@@ -193,7 +193,7 @@ def edit_note(
         data = _encode(new_text, settings)
         if data == current:
             report = SyncReport()
-            action = "unchanged"
+            action: Action = "unchanged"
         else:
             _atomic_write(target, data)
             report = sync_paths(engine, settings, info.name, [row.path], locked=True, reread=True)
@@ -546,7 +546,7 @@ def _result(
     engine: Engine,
     info: SourceInfo,
     rel: str,
-    action: str,
+    action: Action,
     digest: str,
     report: SyncReport,
     *,
