@@ -177,7 +177,7 @@ def edit_note(
             f"operation must be one of {', '.join(OPERATIONS)}, not {operation!r}"
         )
     row = resolve(engine, identifier)
-    info = SourceInfo(0, row.source, Path(row.root))
+    info = _source(engine, row.source)
     database = db.database_path(engine)
     with _locked(engine):
         target = confine(info.root, row.path, database)
@@ -211,7 +211,7 @@ def move_note(
 ) -> Written:
     """Rename a note within its source (never over an existing file); the store keeps its reads."""
     row = resolve(engine, identifier)
-    info = SourceInfo(0, row.source, Path(row.root))
+    info = _source(engine, row.source)
     if not isinstance(new_path, str) or not new_path.strip():
         raise InvalidArgument("give the new path, relative to the note's source")
     if new_path.startswith(URI_PREFIX):
@@ -257,7 +257,7 @@ def delete_note(
 ) -> Written:
     """Delete a note's file and retract it from the store."""
     row = resolve(engine, identifier)
-    info = SourceInfo(0, row.source, Path(row.root))
+    info = _source(engine, row.source)
     database = db.database_path(engine)
     with _locked(engine):
         target = confine(info.root, row.path, database)
