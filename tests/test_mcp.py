@@ -392,3 +392,20 @@ async def test_mcp_watch_keeps_the_graph_in_step(
                 break
             await anyio.sleep(0.1)
         assert found["total"] == 1
+
+
+async def test_stdio_server_started_read_only_lists_only_the_reading_tools(
+    tmp_path: Path, db_path: Path, store: ContextGraph
+) -> None:
+    repo = Path(contextgraph.__file__).resolve().parents[1]
+    python_path = os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "contextgraph", "--db", str(db_path), "mcp", "--read-only"],
+        env={**os.environ, "PYTHONPATH": python_path},
+        cwd=str(tmp_path),
+    )
+    with (tmp_path / "stderr.txt").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as connected:
+            names = {tool.name for tool in (await connected.list_tools()).tools}
+            assert names == READ_TOOLS
