@@ -174,10 +174,10 @@ async def test_unexpected_exception_is_a_short_tool_error_with_the_traceback_log
         raise RuntimeError("disk on fire\nsecond line")
 
     monkeypatch.setattr(ContextGraph, "search", broken)
-    with caplog.at_level(logging.ERROR, logger="contextgraph.mcp_server"):
+    with caplog.at_level(logging.ERROR, logger="contextgraph.mcp_tools"):
         message = await fail(client, "search_memories", query="raft")
     assert "unexpected error: RuntimeError: disk on fire second line" in message
-    logged = [r for r in caplog.records if r.name == "contextgraph.mcp_server"]
+    logged = [r for r in caplog.records if r.name == "contextgraph.mcp_tools"]
     assert logged and logged[0].exc_info is not None
     assert (await call(client, "build_context", concept_name="raft"))["conceptName"] == "raft"
 
