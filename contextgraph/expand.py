@@ -18,21 +18,27 @@ filter applies to the entities expansion reaches, not to the seeds the caller na
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Connection, and_, literal, or_, select, union_all
 
 from contextgraph import db
 from contextgraph.errors import InvalidArgument
-from contextgraph.models import ConceptRelation, Entity, Relation, table_of
+from contextgraph.limits import EXPAND_DIRECTIONS
+from contextgraph.models import ConceptRelation, Entity, File, Relation, Source, table_of
+from contextgraph.notes import file_uri
 from contextgraph.settings import Settings
+from contextgraph.sqlcore import chunked
 from contextgraph.stopwords import STOPWORDS
 from contextgraph.wikilinks import normalize
 
 T_ENTITIES = table_of(Entity)
 T_REL = table_of(Relation)
 T_CREL = table_of(ConceptRelation)
+T_FILES = table_of(File)
+T_SOURCES = table_of(Source)
 
 MAX_SEEDS = 100
 MAX_DEPTH = 5
@@ -48,6 +54,7 @@ class Expansion:
     score: float
     via: str
     path: str | None
+    uri: str | None = None  # memory:// URI of the file a code entity lives in
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -60,6 +67,7 @@ class Expansion:
         }
         if self.kind != "concept":
             out["path"] = self.path
+            out["uri"] = self.uri
         return out
 
 
@@ -130,20 +138,45 @@ def _is_stem_match(path: str, seed: str) -> bool:
     )
 
 
-def _layer_query(ids: list[int], min_weight: float) -> Any:
-    """Every traversable edge touching ``ids``: (from, to, type, weight, count)."""
+def _layer_query(ids: Sequence[int], min_weight: float, direction: str) -> Any:
+    """Every traversable edge touching ``ids``: (from, to, type, weight, count, outward).
+
+    ``direction`` "out" keeps the code edges from ``ids`` outward (what they use), "in" those
+    pointing at them (what uses them); co-occurrence has no direction and is always kept.
+    """
     r, c = T_REL, T_CREL
     one = literal(1.0)
-    return union_all(
-        select(r.c.src_id, r.c.dst_id, r.c.type, r.c.weight, literal(0)).where(
-            r.c.src_id.in_(ids), r.c.weight >= min_weight
+    parts = []
+    if direction in ("both", "out"):
+        parts.append(
+            select(r.c.src_id, r.c.dst_id, r.c.type, r.c.weight, literal(0), literal(1)).where(
+                r.c.src_id.in_(ids), r.c.weight >= min_weight
+            )
+        )
+    if direction in ("both", "in"):
+        parts.append(
+            select(r.c.dst_id, r.c.src_id, r.c.type, r.c.weight, literal(0), literal(0)).where(
+                r.c.dst_id.in_(ids), r.c.weight >= min_weight
+            )
+        )
+    parts += [
+        select(c.c.a_id, c.c.b_id, literal("co_occurs"), one, c.c.count, literal(1)).where(
+            c.c.a_id.in_(ids)
         ),
-        select(r.c.dst_id, r.c.src_id, r.c.type, r.c.weight, literal(0)).where(
-            r.c.dst_id.in_(ids), r.c.weight >= min_weight
+        select(c.c.b_id, c.c.a_id, literal("co_occurs"), one, c.c.count, literal(1)).where(
+            c.c.b_id.in_(ids)
         ),
-        select(c.c.a_id, c.c.b_id, literal("co_occurs"), one, c.c.count).where(c.c.a_id.in_(ids)),
-        select(c.c.b_id, c.c.a_id, literal("co_occurs"), one, c.c.count).where(c.c.b_id.in_(ids)),
-    )
+    ]
+    return union_all(*parts)
+
+
+def _degrees(conn: Connection, ids: list[int], min_weight: float) -> dict[int, int]:
+    """Distinct traversable neighbours of each entity, both ways (how generic it is)."""
+    out: dict[int, set[int]] = {}
+    for chunk in chunked(ids):
+        for a, b, *_ in conn.execute(_layer_query(chunk, min_weight, "both")):
+            out.setdefault(int(a), set()).add(int(b))
+    return {n: len(v) for n, v in out.items()}
 
 
 def expand(
@@ -153,8 +186,14 @@ def expand(
     settings: Settings,
     max_depth: int = 2,
     max_nodes: int = 20,
+    direction: str = "both",
 ) -> ExpandResult:
-    """Expand ``seeds`` breadth-first, layer by layer, through traversable relations."""
+    """Expand ``seeds`` breadth-first, layer by layer, through traversable relations.
+
+    Within a layer and a score, a candidate reached only because an expanded file defines it
+    ranks after the files and symbols that file is related to; then candidates reached from
+    more of the frontier first, then the more specific (fewer neighbours), then by name.
+    """
     clean = [s for s in seeds if isinstance(s, str) and s.strip()]
     if not clean:
         raise InvalidArgument("give at least one seed entity name")
@@ -164,7 +203,10 @@ def expand(
         raise InvalidArgument(f"max_depth must be between 1 and {MAX_DEPTH}")
     if not 1 <= max_nodes <= MAX_NODES:
         raise InvalidArgument(f"max_nodes must be between 1 and {MAX_NODES}")
+    if direction not in EXPAND_DIRECTIONS:
+        raise InvalidArgument(f"direction must be one of {', '.join(EXPAND_DIRECTIONS)}")
     seed_entities = match_seeds(conn, clean)
+    result_ids: list[int] = []
     names: dict[int, tuple[str, str, str | None]] = dict(seed_entities)
     visited = set(seed_entities)
     frontier = sorted(seed_entities)
@@ -172,7 +214,7 @@ def expand(
     for depth in range(1, max_depth + 1):
         if not frontier or len(results) >= max_nodes:
             break
-        rows = conn.execute(_layer_query(frontier, settings.expand_min_weight)).all()
+        rows = conn.execute(_layer_query(frontier, settings.expand_min_weight, direction)).all()
         neighbours: dict[int, set[int]] = {}
         for src, dst, *_ in rows:
             neighbours.setdefault(src, set()).add(dst)
@@ -181,42 +223,71 @@ def expand(
             for n in frontier
             if n in seed_entities or len(neighbours.get(n, ())) <= settings.expand_hub_degree
         }
-        best: dict[int, tuple[float, int, int, str]] = {}  # to -> (weight, count, from, type)
-        for src, dst, rtype, weight, count in rows:
+        # to -> (weight, count, not-only-defined, from, type); reached: to -> frontier ids
+        best: dict[int, tuple[float, int, int, int, str]] = {}
+        reached: dict[int, set[int]] = {}
+        for src, dst, rtype, weight, count, outward in rows:
             if src not in expandable or dst in visited:
                 continue
-            candidate = (float(weight), int(count), src, str(rtype))
+            reached.setdefault(dst, set()).add(src)
+            related = 0 if rtype == "defines" and outward else 1
+            candidate = (float(weight), int(count), related, src, str(rtype))
             current = best.get(dst)
-            if current is None or (candidate[0], candidate[1]) > (current[0], current[1]):
+            if current is None or candidate[:3] > current[:3]:
                 best[dst] = candidate
         _load_names(conn, [n for n in best if n not in names], names)
+        degree = _degrees(conn, list(best), settings.expand_min_weight) if best else {}
         ranked = sorted(
             (
-                (weight * 0.5**depth, count, names[n][0], n, src, rtype)
-                for n, (weight, count, src, rtype) in best.items()
+                (weight * 0.5**depth, count, related, names[n][0], n, src, rtype)
+                for n, (weight, count, related, src, rtype) in best.items()
                 if passes_quality(names[n][0], settings)
             ),
-            key=lambda t: (-t[0], -t[1], t[2]),
+            key=lambda t: (
+                -t[0],
+                -t[1],
+                -t[2],
+                -len(reached[t[4]]),
+                degree.get(t[4], 0),
+                t[3],
+            ),
         )
         room = max_nodes - len(results)
         frontier = []
-        for score, _count, name, n, src, rtype in ranked[:room]:
+        for score, _count, _related, name, n, src, rtype in ranked[:room]:
             _, kind, path = names[n]
             results.append(Expansion(name, kind, rtype, depth, score, names[src][0], path))
+            result_ids.append(n)
             visited.add(n)
             frontier.append(n)
         # Candidates that did not fit are not visited: a later layer may not reach them anyway,
         # since every layer is full once one candidate is cut.
-    results.sort(key=lambda x: (x.depth, -x.score, x.entity))
+    # Each layer was appended in its final order (score, then relevance): no re-sort by name.
+    uris = _uris(conn, result_ids)
+    results = [replace(r, uri=uris.get(n)) for r, n in zip(results, result_ids, strict=True)]
     matched = tuple(sorted({v[0] for v in seed_entities.values()}))
     return ExpandResult(tuple(clean), matched, tuple(results))
+
+
+def _uris(conn: Connection, ids: list[int]) -> dict[int, str]:
+    """The memory:// URI of the file each code entity lives in."""
+    e, f, s = T_ENTITIES, T_FILES, T_SOURCES
+    out: dict[int, str] = {}
+    for chunk in chunked(ids):
+        for r in conn.execute(
+            select(e.c.id, s.c.name, f.c.path)
+            .join(f, f.c.id == e.c.file_id)
+            .join(s, s.c.id == f.c.source_id)
+            .where(e.c.id.in_(chunk))
+        ):
+            out[int(r.id)] = file_uri(r.name, r.path)
+    return out
 
 
 def _load_names(
     conn: Connection, ids: list[int], names: dict[int, tuple[str, str, str | None]]
 ) -> None:
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
+    for chunk in chunked(ids):
         for r in conn.execute(
             select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.kind, T_ENTITIES.c.path).where(
                 T_ENTITIES.c.id.in_(chunk)

@@ -9,8 +9,11 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from contextgraph.searchterms import identifier_parts, meta_terms
+
+Status = Literal["new", "same", "failed"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class Prepared:
 
     path: str
     kind: str
-    status: str
+    status: Status
     reason: str | None = None
     size: int = 0
     mtime_ns: int = 0
@@ -44,6 +47,11 @@ class Prepared:
     facts: str | None = None  # code facts as JSON; None when the file does not parse
     search_meta: str | None = None  # path words, heading, symbol names (searchterms.meta_terms)
     search_parts: str | None = None  # other spellings of the text's identifiers
+
+
+def content_hash(data: bytes) -> str:
+    """The hash the store keeps for a file's bytes (and that ``expected_hash`` compares)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def prepare(job: Job) -> Prepared:
@@ -62,7 +70,7 @@ def prepare(job: Job) -> Prepared:
         return Prepared(job.path, job.kind, "failed", f"unreadable: {exc.strerror or exc}")
     if len(data) > job.max_bytes:
         return Prepared(job.path, job.kind, "failed", f"larger than {job.max_bytes} bytes")
-    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    digest = content_hash(data)
     size, mtime_ns = st.st_size, st.st_mtime_ns
     if digest == job.known_hash:
         return Prepared(job.path, job.kind, "same", size=size, mtime_ns=mtime_ns, hash=digest)

@@ -38,6 +38,7 @@ CONTEXT_MAX_ENTITIES = Bound("max_entities", 1, 100)
 EXPAND_MAX_DEPTH = Bound("max_depth", 1, 5)
 EXPAND_MAX_NODES = Bound("max_nodes", 1, 500)
 EXPAND_MAX_SEEDS = 100
+EXPAND_DIRECTIONS = ("both", "out", "in")  # both ways, what the seeds use, what uses them
 # Search (SPEC §9). The page bound keeps the row offset well inside SQLite's 64-bit integers.
 SEARCH_LIMIT = Bound("limit", 1, 100)
 SEARCH_PAGE = Bound("page", 1, 1_000_000)
@@ -49,3 +50,7 @@ RETRIEVE_K = Bound("k", 1, 50)
 RETRIEVE_BUDGET_TOKENS = Bound("budget_tokens", 100, 100_000)
 # Free text a caller types: a search query or a retrieval question.
 MAX_QUERY_CHARS = 4000
+# Writing (SPEC §14): how many occurrences a replace_text edit may expect.
+EDIT_COUNT = Bound("count", 1, 10_000)
+# A title or path given to write_note / move_note.
+MAX_PATH_CHARS = 4096

@@ -29,6 +29,8 @@ excerpts stop at ``budget_tokens`` (the first item always keeps one, cut to fit)
 
 from __future__ import annotations
 
+import bisect
+import json
 import math
 import re
 from collections import defaultdict
@@ -46,6 +48,7 @@ from contextgraph.notes import file_uri
 from contextgraph.search import Candidate, Highlighter, ranked_matches
 from contextgraph.searchterms import body_start
 from contextgraph.settings import Settings
+from contextgraph.sqlcore import chunked
 from contextgraph.stopwords import STOPWORDS
 
 T_FILES = table_of(File)
@@ -53,8 +56,13 @@ T_SOURCES = table_of(Source)
 T_ENTITIES = table_of(Entity)
 T_REL = table_of(Relation)
 T_MENTIONS = table_of(Mention)
+# Aliases built once: building one per call costs SQLAlchemy more than the query costs SQLite.
+_SRC = T_ENTITIES.alias("src")
+_DST = T_ENTITIES.alias("dst")
+_OTHER_MENTION = T_MENTIONS.alias("other")
 
 CHARS_PER_TOKEN = 4
+_SCAN_CHARS = 50_000  # of a file's text, read for the matched words of its "why"
 MAX_SYMBOL_EXCERPTS = 3
 MAX_EXCERPT_LINES = 12
 MAX_PARAGRAPHS = 2
@@ -188,7 +196,7 @@ def rank_files(
 def _size_prior(conn: Connection, ids: list[int]) -> dict[int, float]:
     """log(size) over log(the largest candidate's size): big files change and matter more."""
     sizes: dict[int, int] = {}
-    for chunk in _chunks(ids):
+    for chunk in chunked(ids):
         sizes.update(
             {
                 int(i): int(n)
@@ -217,7 +225,7 @@ def _specificity(degree: int, population: int, damping: float) -> float:
     """1 for what nothing else points at, falling to 0 for what everything points at."""
     if population <= 1 or damping == 0:
         return 1.0
-    return max(0.0, 1.0 - degree / population) ** damping
+    return float(max(0.0, 1.0 - degree / population) ** damping)
 
 
 def _code_neighbours(
@@ -227,8 +235,7 @@ def _code_neighbours(
     strength = {s.file_id: s.lexical for s in seeds if s.kind == "code"}
     if not strength:
         return
-    src = T_ENTITIES.alias("src")
-    dst = T_ENTITIES.alias("dst")
+    src, dst = _SRC, _DST
     r = T_REL
     base = (
         select(src.c.file_id.label("a"), dst.c.file_id.label("b"), r.c.type)
@@ -256,8 +263,10 @@ def _code_neighbours(
             if types & {"out:imports", "in:imports", "out:inherits", "in:inherits"}
             else settings.retrieve_reference_weight
         )
-        contribution = strength[seed] * weight * _specificity(
-            degree.get(other, 0), population, settings.retrieve_hub_damping
+        contribution = (
+            strength[seed]
+            * weight
+            * _specificity(degree.get(other, 0), population, settings.retrieve_hub_damping)
         )
         if contribution <= 0 or other not in info:
             continue
@@ -296,7 +305,7 @@ def _file_degrees(
     info: dict[int, tuple[str, str, str]] = {}
     sources: set[int] = set()
     f, s = T_FILES, T_SOURCES
-    for chunk in _chunks(ids):
+    for chunk in chunked(ids):
         for row in conn.execute(
             select(f.c.id, f.c.source_id, s.c.name, f.c.path, f.c.kind)
             .join(s, s.c.id == f.c.source_id)
@@ -311,10 +320,9 @@ def _file_degrees(
             .where(f.c.kind == "code", f.c.source_id.in_(sources))
         ).scalar_one()
     )
-    src = T_ENTITIES.alias("src")
-    dst = T_ENTITIES.alias("dst")
+    src, dst = _SRC, _DST
     degree: dict[int, int] = {}
-    for chunk in _chunks(ids):
+    for chunk in chunked(ids):
         rows = conn.execute(
             select(dst.c.file_id, func.count(func.distinct(src.c.file_id)))
             .select_from(
@@ -338,13 +346,14 @@ def _note_neighbours(
     strength = {s.file_id: s.lexical for s in seeds if s.kind == "note"}
     if not strength:
         return
-    m, other = T_MENTIONS, T_MENTIONS.alias("other")
+    m, other = T_MENTIONS, _OTHER_MENTION
     e, f = T_ENTITIES, T_FILES
     rows = conn.execute(
         select(m.c.file_id.label("seed"), other.c.file_id.label("note"), e.c.name, m.c.concept_id)
         .select_from(
-            m.join(other, and_(other.c.concept_id == m.c.concept_id, other.c.file_id != m.c.file_id))
-            .join(e, e.c.id == m.c.concept_id)
+            m.join(
+                other, and_(other.c.concept_id == m.c.concept_id, other.c.file_id != m.c.file_id)
+            ).join(e, e.c.id == m.c.concept_id)
         )
         .where(m.c.file_id.in_(list(strength)))
     ).all()
@@ -352,7 +361,7 @@ def _note_neighbours(
         return
     concepts = {int(r.concept_id) for r in rows}
     df: dict[int, int] = {}
-    for chunk in _chunks(list(concepts)):
+    for chunk in chunked(list(concepts)):
         df.update(
             {
                 int(c): int(n)
@@ -389,11 +398,6 @@ def _note_neighbours(
         target.reasons[reason] = target.reasons.get(reason, 0.0) + contribution
 
 
-def _chunks(ids: list[int], size: int = 500) -> Iterable[list[int]]:
-    for start in range(0, len(ids), size):
-        yield ids[start : start + size]
-
-
 # -- the pack -------------------------------------------------------------------------------
 
 
@@ -414,6 +418,7 @@ def _pack(
         )
     }
     highlighter = Highlighter(terms)
+    stems = [Highlighter([t]).stems for t in terms]
     items: list[RetrievedItem] = []
     used = 0
     truncated = False
@@ -421,23 +426,24 @@ def _pack(
         row = rows.get(s.file_id)
         text = (row.text if row is not None else None) or ""
         facts = row.facts if row is not None else None
-        matched = _matched_words(terms, s.path + "\n" + text)
-        why = [f"matches {', '.join(matched)}"] if matched and s.lexical > 0 else []
+        why = []
+        if s.lexical > 0:
+            head = (s.path + "\n" + text[:_SCAN_CHARS]).lower()
+            matched = [t.text for t, st in zip(terms, stems, strict=True) if _holds(head, st)]
+            if matched:
+                why.append(f"matches {', '.join(matched)}")
         why.extend(r for r, _ in sorted(s.reasons.items(), key=lambda kv: -kv[1])[:3])
-        excerpt = (
-            _code_excerpt(text, facts, highlighter)
-            if s.kind == "code"
-            else _note_excerpt(text, highlighter, s.reasons)
-        )
-        cost = _tokens(excerpt)
-        if used + cost > budget_tokens:
-            truncated = True
-            if not items:
-                excerpt = excerpt[: budget_tokens * CHARS_PER_TOKEN]
-                cost = _tokens(excerpt)
-            else:
-                excerpt, cost = "", 0
-        used += cost
+        excerpt = ""
+        if not truncated:  # the pack stops adding excerpts once one does not fit
+            excerpt = (
+                _code_excerpt(text, facts, highlighter)
+                if s.kind == "code"
+                else _note_excerpt(text, highlighter, s.reasons)
+            )
+            if used + _tokens(excerpt) > budget_tokens:
+                truncated = True
+                excerpt = excerpt[: budget_tokens * CHARS_PER_TOKEN] if not items else ""
+        used += _tokens(excerpt)
         items.append(
             RetrievedItem(
                 rank=rank,
@@ -453,58 +459,76 @@ def _pack(
     return Retrieval(query, k, budget_tokens, used, truncated, tuple(items))
 
 
+def _holds(lowered: str, stems: tuple[str, ...]) -> bool:
+    return any(stem in lowered for stem in stems)
+
+
 def _tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
-def _matched_words(terms: list[Term], haystack: str) -> list[str]:
-    lowered = haystack.lower()
-    squashed = re.sub(r"[^0-9a-z]+", "", lowered) if len(lowered) < 400_000 else lowered
-    out: list[str] = []
-    for term in terms:
-        for spelling in term.spellings:
-            words = spelling.lower().split()
-            stem = " ".join(words)[: max(4, len(" ".join(words)) - 2)]
-            if stem in lowered or (len(words) > 1 and "".join(words) in squashed):
-                out.append(term.text)
-                break
-    return out
-
-
 def _code_excerpt(text: str, facts: str | None, highlighter: Highlighter) -> str:
-    """The most relevant symbols of a code file: signature plus docstring or first lines."""
+    """The most relevant symbols of a code file: signature plus docstring or first lines.
+
+    A symbol's relevance is how often the query's words occur in its name (thrice) and its body
+    (at most ten); the matches of the whole file are found once and counted per symbol's lines.
+    """
     lines = text.splitlines()
     symbols = _symbol_lines(facts)
     if not symbols:
         return "\n".join(lines[:MAX_EXCERPT_LINES])
-    starts = sorted({line for _, line in symbols})
+    offsets = [0]
+    for raw in lines:
+        offsets.append(offsets[-1] + len(raw) + 1)  # splitlines dropped one separator
+    starts = [offsets[s] for s in range(len(lines))]
+    per_line = [0] * (len(lines) + 1)
+    for begin, _ in highlighter.spans(text):
+        per_line[bisect.bisect_right(starts, begin) - 1] += 1
+    cumulative = [0]
+    for n in per_line:
+        cumulative.append(cumulative[-1] + n)
+    symbol_starts = sorted({line for _, line in symbols})
     scored: list[tuple[int, int, str]] = []
     for qualname, line in symbols:
-        end = next((s for s in starts if s > line), len(lines) + 1)
-        body = "\n".join(lines[line - 1 : end - 1])
-        name_hits = highlighter.count(qualname)
-        body_hits = highlighter.count(body)
+        end = (
+            symbol_starts[bisect.bisect_right(symbol_starts, line)]
+            if line < symbol_starts[-1]
+            else len(lines) + 1
+        )
+        body_hits = cumulative[min(end, len(lines) + 1) - 1] - cumulative[line - 1]
+        lowered = qualname.lower()
+        name_hits = sum(1 for stem in highlighter.stems if stem in lowered)
         if name_hits or body_hits:
             scored.append((-(3 * name_hits + min(body_hits, 10)), line, qualname))
     if not scored:
         return "\n".join(lines[:MAX_EXCERPT_LINES])
     chosen = sorted(scored)[:MAX_SYMBOL_EXCERPTS]
-    parts = []
-    for _, line, _ in sorted(chosen, key=lambda t: t[1]):
-        parts.append(_symbol_head(lines, line))
-    return "\n...\n".join(parts)
+    return "\n...\n".join(
+        _symbol_head(lines, line) for _, line, _ in sorted(chosen, key=lambda t: t[1])
+    )
 
 
 def _symbol_lines(facts: str | None) -> list[tuple[str, int]]:
+    """(qualified name, first line) of each symbol in a file's cached facts.
+
+    Reads just the ``symbols`` list of :meth:`FileFacts.to_json` (``[qualname, kind, line,
+    bases, refs]``) instead of rebuilding every fact: the pack needs only these two.
+    """
     if not facts:
         return []
-    from contextgraph.codegraph.model import FileFacts
+    from contextgraph.codegraph.model import FACTS_VERSION
 
     try:
-        parsed = FileFacts.from_json(facts)
-    except ValueError:
+        data = json.loads(facts)
+        if not isinstance(data, dict) or data.get("v") != FACTS_VERSION:
+            return []
+        return [
+            (str(entry[0]), int(entry[2]))
+            for entry in data.get("symbols", ())
+            if isinstance(entry, list) and len(entry) >= 3 and int(entry[2]) > 0
+        ]
+    except (ValueError, TypeError):
         return []
-    return [(s.qualname, s.line) for s in parsed.symbols if s.line > 0]
 
 
 def _symbol_head(lines: list[str], line: int) -> str:
@@ -528,22 +552,37 @@ def _continues(out: list[str]) -> bool:
     return text.count("(") > text.count(")") or text.count("[") > text.count("]")
 
 
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+
+
 def _note_excerpt(text: str, highlighter: Highlighter, reasons: dict[str, float]) -> str:
     """The paragraphs of a note that hold the query's words or link a seed's concepts."""
-    body = text[body_start(text) :]
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", body) if p.strip()]
-    if not paragraphs:
+    body = text[body_start(text) : body_start(text) + _SCAN_CHARS]
+    bounds: list[tuple[int, int]] = []
+    pos = 0
+    for brk in _PARAGRAPH_BREAK.finditer(body):
+        if body[pos : brk.start()].strip():
+            bounds.append((pos, brk.start()))
+        pos = brk.end()
+    if body[pos:].strip():
+        bounds.append((pos, len(body)))
+    if not bounds:
         return ""
+    hits = [0] * len(bounds)
+    starts = [b for b, _ in bounds]
+    for begin, _ in highlighter.spans(body):
+        hits[max(0, bisect.bisect_right(starts, begin) - 1)] += 1
     linked = {m.group(1) for r in reasons for m in re.finditer(r"\[\[([^\]]+)\]\]", r)}
     scored: list[tuple[int, int]] = []
-    for i, paragraph in enumerate(paragraphs):
-        hits = highlighter.count(paragraph)
-        lowered = paragraph.lower()
-        links = sum(1 for c in linked if c in lowered.replace(" ", "-"))
-        if hits or links:
-            scored.append((-(hits + 2 * links), i))
+    for i, (begin, end) in enumerate(bounds):
+        links = 0
+        if linked:
+            squashed = "-".join(body[begin:end].lower().split())
+            links = sum(1 for c in linked if c in squashed)
+        if hits[i] or links:
+            scored.append((-(hits[i] + 2 * links), i))
     chosen = sorted(i for _, i in sorted(scored)[:MAX_PARAGRAPHS]) or [0]
-    return "\n\n".join(paragraphs[i][:1200] for i in chosen)
+    return "\n\n".join(body[bounds[i][0] : bounds[i][1]].strip()[:1200] for i in chosen)
 
 
-__all__ = ["RetrievedItem", "Retrieval", "retrieve"]
+__all__ = ["Retrieval", "RetrievedItem", "retrieve"]

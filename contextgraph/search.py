@@ -42,6 +42,8 @@ from contextgraph.settings import Settings
 
 T_FILES = table_of(File)
 T_SOURCES = table_of(Source)
+_F = T_FILES.alias("f")  # aliased once: a fresh alias per call costs more than the query
+_S = T_SOURCES.alias("s")
 FTS = table("files_fts", column("rowid"))
 _FTS_NAME: ColumnClause[Any] = literal_column("files_fts")
 # bm25 weights of the index columns: title, text, search_meta, search_parts.
@@ -135,8 +137,7 @@ def ranked_matches(
     kind: str | None = None,
 ) -> tuple[list[Candidate], int]:
     """The ``top`` best matches of an FTS5 expression by bm25 × decay, and the match count."""
-    f = T_FILES.alias("f")
-    s = T_SOURCES.alias("s")
+    f, s = _F, _S
     conditions: list[ColumnElement[bool]] = [_FTS_NAME.op("MATCH")(literal(match))]
     if source is not None:
         conditions.append(s.c.name == source)

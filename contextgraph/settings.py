@@ -62,13 +62,13 @@ class Settings:
     expand_stopwords: tuple[str, ...] = ()
     # Retrieval (SPEC §13): chosen with scripts/bench_retrieval.py; see contextgraph/retrieve.py.
     retrieve_candidates: int = 100  # lexical matches considered
-    retrieve_seeds: int = 10  # best lexical matches whose neighbourhoods are searched
-    retrieve_graph_weight: float = 0.5  # graph proximity against lexical relevance
+    retrieve_seeds: int = 15  # best lexical matches whose neighbourhoods are searched
+    retrieve_graph_weight: float = 0.45  # graph proximity against lexical relevance
     retrieve_import_weight: float = 1.0  # an import (either way) or inheritance between files
     retrieve_reference_weight: float = 0.5  # symbol references between files, no import
     retrieve_concept_weight: float = 1.0  # notes sharing linked concepts
     retrieve_hub_damping: float = 1.0  # exponent of the hub specificity (0 = hubs not damped)
-    retrieve_prior_weight: float = 0.0  # a file's size prior (log bytes over the largest)
+    retrieve_prior_weight: float = 0.45  # a file's size prior (log bytes over the largest)
     # Concurrency (SPEC §12).
     busy_timeout_ms: int = 5000
     lock_retry_seconds: float = 120.0
@@ -110,6 +110,20 @@ class Settings:
             raise InvalidArgument("grace_days must be >= 0 and half_life_days > 0")
         if self.community_resolution <= 0:
             raise InvalidArgument("community_resolution must be positive")
+        for name in ("retrieve_candidates", "retrieve_seeds"):
+            if getattr(self, name) < 1:
+                raise InvalidArgument(f"{name} must be at least 1")
+        weights = (
+            "retrieve_graph_weight",
+            "retrieve_import_weight",
+            "retrieve_reference_weight",
+            "retrieve_concept_weight",
+            "retrieve_hub_damping",
+            "retrieve_prior_weight",
+        )
+        for name in weights:
+            if getattr(self, name) < 0:
+                raise InvalidArgument(f"{name} must not be negative")
         return self
 
     def current_time(self) -> datetime:

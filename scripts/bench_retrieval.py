@@ -70,9 +70,7 @@ def score(ranked: list[str], gold: list[str]) -> dict[str, float]:
 
 
 def _summary(rows: list[dict[str, float]], latencies: list[float]) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        key: round(statistics.fmean(r[key] for r in rows), 4) for key in rows[0]
-    }
+    out: dict[str, Any] = {key: round(statistics.fmean(r[key] for r in rows), 4) for key in rows[0]}
     ordered = sorted(latencies)
     out["latency_ms_p50"] = round(statistics.median(ordered) * 1000, 2)
     out["latency_ms_p95"] = round(ordered[int(0.95 * (len(ordered) - 1))] * 1000, 2)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -55,18 +56,63 @@ def build(graph: ContextGraph, edges: list[tuple[str, str, float]], kind: str = 
             )
 
 
-def names(graph: ContextGraph, seeds: list[str], **kwargs: int) -> list[tuple[str, int]]:
+def names(graph: ContextGraph, seeds: list[str], **kwargs: Any) -> list[tuple[str, int]]:
     return [(r.entity, r.depth) for r in graph.expand(seeds, **kwargs).results]
 
 
 def test_results_are_ordered_by_depth_then_score_then_name(store: ContextGraph) -> None:
-    build(store, [("Seed", "Bbb", 1.0), ("Seed", "Aaa", 1.0), ("Aaa", "Deep", 1.0)])
-    result = store.expand(["Seed"])
+    build(
+        store,
+        [("Seed", "Bbb", 1.0), ("Seed", "Aaa", 1.0), ("Aaa", "Deep", 1.0), ("Bbb", "Other", 1.0)],
+    )
+    result = store.expand(["Seed"], max_nodes=3)
+    # Aaa and Bbb tie on score, reach (one frontier entity each) and specificity (two
+    # neighbours each): the name decides.
     assert [(r.entity, r.depth, r.score, r.via) for r in result.results] == [
         ("Aaa", 1, 0.5, "Seed"),
         ("Bbb", 1, 0.5, "Seed"),
         ("Deep", 2, 0.25, "Aaa"),
     ]
+
+
+def test_equal_scores_rank_by_reach_then_specificity_not_name(store: ContextGraph) -> None:
+    build(
+        store,
+        [
+            ("One", "Aaa", 1.0),  # Aaa: reached from one seed, and linked to many others
+            *[("Aaa", f"Noise{i}", 1.0) for i in range(5)],
+            ("One", "Bbb", 1.0),  # Bbb: reached from one seed, specific
+            ("One", "Zzz", 1.0),  # Zzz: reached from both seeds
+            ("Two", "Zzz", 1.0),
+        ],
+    )
+    result = store.expand(["One", "Two"], max_depth=1)
+    assert [r.entity for r in result.results] == ["Zzz", "Bbb", "Aaa"]
+
+
+def test_direction_out_follows_what_seeds_use_and_in_what_uses_them(
+    store: ContextGraph,
+) -> None:
+    build(store, [("Caller", "Seed", 1.0), ("Seed", "Helper", 1.0), ("Helper", "Leaf", 1.0)])
+    assert names(store, ["Seed"]) == [("Caller", 1), ("Helper", 1), ("Leaf", 2)]
+    assert names(store, ["Seed"], direction="out") == [("Helper", 1), ("Leaf", 2)]
+    assert names(store, ["Seed"], direction="in") == [("Caller", 1)]
+    with pytest.raises(InvalidArgument, match="direction"):
+        store.expand(["Seed"], direction="sideways")  # type: ignore[arg-type]
+
+
+def test_a_files_own_definitions_never_crowd_out_its_related_files(
+    store: ContextGraph, vault: Path
+) -> None:
+    (vault / "util.py").write_text("def helper():\n    return 1\n", encoding="utf-8")
+    body = "".join(f"def zz_fn{i}():\n    return {i}\n\n" for i in range(10))
+    (vault / "big.py").write_text("import util\n\n" + body, encoding="utf-8")
+    store.sync([vault])
+    result = store.expand(["big.py"], max_depth=1, max_nodes=2)
+    assert result.results[0].entity == "util.py"  # the imported file, before zz_fn0 … zz_fn9
+    assert result.results[0].relationship_type == "imports"
+    assert result.results[0].uri == "memory://vault/util.py"
+    assert result.results[1].relationship_type == "defines"
 
 
 def test_layered_bfs_takes_every_near_entity_before_a_deep_one(store: ContextGraph) -> None:
@@ -205,4 +251,6 @@ def test_authentication_service_pulls_in_token_validator_through_the_cli(db_path
         "score",
         "via",
         "path",
+        "uri",
     }
+    assert hit["uri"] == "memory://code/auth/tokens.py"
