@@ -16,6 +16,7 @@ query-free floor ranks the largest non-test ``.py`` files first.
 
     python scripts/bench_retrieval.py                    # every case set under ../shared/eval
     python scripts/bench_retrieval.py --eval DIR --cases 200 --cache /tmp/cg-eval
+    python scripts/bench_retrieval.py --vault-notes 10000   # plus latency on a synthetic vault
 """
 
 from __future__ import annotations
@@ -142,6 +143,42 @@ def evaluate(folder: Path, cache: Path, cases_limit: int | None, seeds: int) -> 
     return out
 
 
+def vault_latency(cache: Path, notes: int, queries: int = 200) -> dict[str, Any]:
+    """retrieve and search latency on a synthetic vault (``scripts/bench.py``'s generator)."""
+    import random
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench import WORDS, generate_vault
+
+    vault = cache / f"vault-{notes}"
+    if not vault.exists():
+        generate_vault(vault, notes)
+    graph = ContextGraph.open(cache / f"vault-{notes}.db", settings=Settings.from_env())
+    graph.sync([vault], name="vault")
+    rng = random.Random(11)
+    with_concepts = [
+        f"how does {rng.choice(WORDS)} {rng.choice(WORDS)} relate to {rng.choice(WORDS)}"
+        for _ in range(queries)
+    ]
+    out: dict[str, Any] = {"notes": notes, "queries": queries}
+    for name, run in (
+        ("retrieve", lambda q: graph.retrieve(q)),
+        ("search", lambda q: graph.search(q, limit=10)),
+    ):
+        latencies = []
+        for query in with_concepts:
+            t0 = time.perf_counter()
+            run(query)
+            latencies.append(time.perf_counter() - t0)
+        latencies.sort()
+        out[name] = {
+            "latency_ms_p50": round(statistics.median(latencies) * 1000, 2),
+            "latency_ms_p95": round(latencies[int(0.95 * (len(latencies) - 1))] * 1000, 2),
+        }
+    graph.close()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--eval", type=Path, default=DEFAULT_EVAL, help="folder of case sets")
@@ -149,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5, help="search files seeding expand")
     parser.add_argument("--cache", type=Path, default=None, help="keep synced databases here")
     parser.add_argument("--only", default=None, help="only this case set (folder name)")
+    parser.add_argument(
+        "--vault-notes", type=int, default=0, help="also time retrieve on an N-note vault"
+    )
     args = parser.parse_args(argv)
     sets = sorted(p for p in args.eval.iterdir() if (p / "cases.jsonl").exists())
     if args.only:
@@ -159,7 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         cache = args.cache or Path(scratch)
         cache.mkdir(parents=True, exist_ok=True)
-        result = {p.name: evaluate(p, cache, args.cases, args.seeds) for p in sets}
+        result: dict[str, Any] = {p.name: evaluate(p, cache, args.cases, args.seeds) for p in sets}
+        if args.vault_notes:
+            result["synthetic_vault"] = vault_latency(cache, args.vault_notes)
     print(json.dumps(result, indent=2))
     return 0
 
