@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import Writer, snapshot
+from helpers import Writer, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
