@@ -60,6 +60,7 @@ def _assert_clean(result: dict[str, Any]) -> None:
     assert result["reads_acknowledged"] == result["ops"]["read"]
 
 
+@pytest.mark.slow
 def test_short_soak_surfaces_no_error_loses_no_read_and_converges(tmp_path: Path) -> None:
     argv = ["--writers", "2", "--readers", "2", "--seconds", "6", "--notes", "40"]
     result = run_script("soak", *argv, "--workdir", str(tmp_path / "soak"))

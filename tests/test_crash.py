@@ -31,6 +31,7 @@ def _assert_recovered(result: dict[str, Any], iterations: int) -> None:
     assert result["killed_while_running"] >= 1  # at least one kill landed mid-run
 
 
+@pytest.mark.slow
 def test_quick_crash_loop_recovers_every_time(tmp_path: Path) -> None:
     argv = ["--iterations", "5", "--notes", "80", "--seed", "3"]
     result = run_script("crash", *argv, "--workdir", str(tmp_path / "crash"))

@@ -295,6 +295,7 @@ def _apply_edit(vault: Path, edit: tuple[object, ...]) -> None:
         path.replace(target)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,
