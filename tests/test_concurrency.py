@@ -309,7 +309,6 @@ _CHANGE_THEN_ASK = """
 import json, sys
 from contextgraph import ContextGraph, Settings
 from contextgraph.settings import parse_datetime
-from helpers import run_script
 database, action, now = sys.argv[1], sys.argv[2], parse_datetime(sys.argv[3])
 with ContextGraph.open(database, settings=Settings.from_env(now=now)) as graph:
     if action == "sync":
