@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, delete, select
+from sqlalchemy import Engine, delete
 
 from contextgraph import db, meta
 from contextgraph.codesync import rebuild_code_graph
@@ -41,6 +41,7 @@ from contextgraph.syncstore import (
     Stat,
     Update,
     apply_ops,
+    stored_files,
 )
 from contextgraph.workers import process_pool
 
@@ -186,17 +187,7 @@ def forget_source(engine: Engine, settings: Settings, source: SourceInfo) -> Syn
     with sync_lock(db.database_path(engine)):
         with db.read(engine) as conn:
             ops: list[FileOp] = [
-                Delete(r.path, Existing(r.id, r.kind, r.size, r.mtime_ns, r.hash))
-                for r in conn.execute(
-                    select(
-                        T_FILES.c.id,
-                        T_FILES.c.path,
-                        T_FILES.c.kind,
-                        T_FILES.c.size,
-                        T_FILES.c.mtime_ns,
-                        T_FILES.c.hash,
-                    ).where(T_FILES.c.source_id == source.id)
-                )
+                Delete(path, old) for path, old in stored_files(conn, source.id).items()
             ]
         for start in range(0, len(ops), settings.batch_files):
             _write_batch(
@@ -249,19 +240,7 @@ def _sync_source(
         report.failed.append(Problem(source.name, path, reason))
     report.scanned += len(scanned.files)
     with db.read(engine) as conn:
-        existing = {
-            r.path: Existing(r.id, r.kind, r.size, r.mtime_ns, r.hash)
-            for r in conn.execute(
-                select(
-                    T_FILES.c.id,
-                    T_FILES.c.path,
-                    T_FILES.c.kind,
-                    T_FILES.c.size,
-                    T_FILES.c.mtime_ns,
-                    T_FILES.c.hash,
-                ).where(T_FILES.c.source_id == source.id)
-            )
-        }
+        existing = stored_files(conn, source.id)
     report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t
 
     jobs: list[Job] = []

@@ -91,6 +91,21 @@ class Delete:
 FileOp = Insert | Update | Stat | Rename | Delete
 
 
+def stored_files(conn: Connection, source_id: int) -> dict[str, Existing]:
+    """path -> the stored state of every file of a source."""
+    rows = conn.execute(
+        select(
+            T_FILES.c.id,
+            T_FILES.c.path,
+            T_FILES.c.kind,
+            T_FILES.c.size,
+            T_FILES.c.mtime_ns,
+            T_FILES.c.hash,
+        ).where(T_FILES.c.source_id == source_id)
+    )
+    return {r.path: Existing(r.id, r.kind, r.size, r.mtime_ns, r.hash) for r in rows}
+
+
 # --- statements -------------------------------------------------------------------------------
 
 _FILE_COLUMNS = (
@@ -396,4 +411,5 @@ __all__ = [
     "Update",
     "apply_ops",
     "retract",
+    "stored_files",
 ]
