@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Select, bindparam, func, literal, select
+from sqlalchemy import Connection, Select, bindparam, func, select
 
 from contextgraph.decay import reference_sql
 from contextgraph.errors import InvalidArgument
@@ -22,6 +22,7 @@ from contextgraph.models import ConceptRelation, Entity, File, Mention, Source, 
 from contextgraph.neighbourhood import Neighbourhoods, cooccurrences, weighted_score
 from contextgraph.preview import content_preview
 from contextgraph.settings import Settings
+from contextgraph.uris import file_uri_sql
 from contextgraph.wikilinks import find_links, normalize
 
 T_ENTITIES = table_of(Entity)
@@ -222,7 +223,7 @@ def _top_files_statement() -> Select[Any]:
     """Built once: SQLAlchemy then reuses its compiled form (bound ``qid`` and ``ids``)."""
     joined, m1, m2, f = cooccurrences()
     s = T_SOURCES.alias("s")
-    uri = literal("memory://") + s.c.name + literal("/") + f.c.path
+    uri = file_uri_sql(s.c.name, f.c.path)
     ref = reference_sql(f)
     ranked = (
         select(

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import EXAMPLES, Writer
+from helpers import EXAMPLES, Writer
 from sqlalchemy import insert, select
 
 from contextgraph import ContextGraph, InvalidArgument, Settings, db
