@@ -28,10 +28,10 @@ from contextgraph import db
 from contextgraph.errors import InvalidArgument
 from contextgraph.limits import EXPAND_DIRECTIONS
 from contextgraph.models import ConceptRelation, Entity, File, Relation, Source, table_of
-from contextgraph.notes import file_uri
 from contextgraph.settings import Settings
 from contextgraph.sqlcore import chunked
 from contextgraph.stopwords import STOPWORDS
+from contextgraph.uris import file_uri
 from contextgraph.wikilinks import normalize
 
 T_ENTITIES = table_of(Entity)

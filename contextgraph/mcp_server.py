@@ -32,18 +32,51 @@ from pydantic import ConfigDict, ValidationError
 
 from contextgraph import __version__
 from contextgraph.api import ContextGraph, default_database
-from contextgraph.mcp_tools import TOOLS, ServerState, one_line
+from contextgraph.mcp_tools import (
+    CHANGES,
+    CREATES,
+    DELETES,
+    READ_ONLY,
+    RECORDS_READ,
+    SYNC,
+    ServerState,
+    build_context,
+    expand,
+    one_line,
+    read_memory,
+    retrieve,
+    search_memories,
+    sync,
+    visualize,
+)
+from contextgraph.mcp_write_tools import delete_note, edit_note, move_note, write_note
 from contextgraph.settings import Settings
 
 INSTRUCTIONS = """\
 contextgraph is a knowledge graph over the user's markdown notes ([[WikiLinks]] name concepts) and
 source code (files, classes, functions, imports), kept in one local SQLite file.
-Typical use: search_memories to find notes by words; build_context to see which concepts belong
-with a concept and in which notes; read_memory to read a note by its memory:// URI; expand to pull
-in the code and concepts a set of entities depends on; visualize for a Mermaid diagram; sync after
-files changed (or to add a folder). Unless the server is read-only, write_note, edit_note,
+Typical use: retrieve with the user's question to get the files and notes it needs, ranked, with
+reasons and excerpts; search_memories to find notes by words; build_context to see which concepts
+belong with a concept and in which notes; read_memory to read a note by its memory:// URI;
+expand to pull in the code and concepts a set of entities depends on; visualize for a Mermaid
+diagram; sync after files changed (or to add a folder). Unless the server is read-only, write_note, edit_note,
 move_note and delete_note change the notes themselves (plain markdown files); the graph follows at
 once."""
+
+# (function, annotations, writes files): the one list a new tool joins.
+TOOLS: tuple[tuple[Callable[..., CallToolResult], ToolAnnotations, bool], ...] = (
+    (build_context, READ_ONLY, False),
+    (expand, READ_ONLY, False),
+    (sync, SYNC, False),
+    (search_memories, READ_ONLY, False),
+    (retrieve, READ_ONLY, False),
+    (read_memory, RECORDS_READ, False),
+    (visualize, READ_ONLY, False),
+    (write_note, CREATES, True),
+    (edit_note, CHANGES, True),
+    (move_note, CHANGES, True),  # the old path is gone (never a file's content)
+    (delete_note, DELETES, True),
+)
 
 
 def make_tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:

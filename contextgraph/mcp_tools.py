@@ -4,7 +4,8 @@ Each tool takes the SDK's ``Context`` (to reach :class:`ServerState`, which the 
 provides), calls one ``ContextGraph`` method and returns its ``as_dict()`` JSON — what the CLI
 prints with ``--json`` — as structured content checked against the output schema in
 :mod:`contextgraph.mcp_schemas`. The docstrings are what the model reads. Adding a tool is one
-such function plus one line in :data:`TOOLS`; :mod:`contextgraph.mcp_server` does the wiring.
+such function plus one line in ``mcp_server.TOOLS``, which does the wiring; the tools that write
+notes live in :mod:`contextgraph.mcp_write_tools`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from contextgraph.mcp_schemas import (
     SearchResult,
     SyncResult,
     VisualizeResult,
-    WriteResult,
 )
 from contextgraph.settings import Settings
 
@@ -85,14 +85,14 @@ def state(ctx: Context) -> ServerState:
     return found
 
 
-def _structured(data: dict[str, Any], text: str | None = None) -> CallToolResult:
+def structured(data: dict[str, Any], text: str | None = None) -> CallToolResult:
     """A result whose structured content is ``data`` exactly (and whose text is its JSON)."""
     if text is None:
         text = pydantic_core.to_json(data, indent=2).decode()
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
-def _bounded(bound: limits.Bound, description: str) -> Any:
+def bounded(bound: limits.Bound, description: str) -> Any:
     return Field(ge=bound.low, le=bound.high, description=description)
 
 
@@ -110,10 +110,10 @@ def build_context(
         ),
     ],
     depth: Annotated[
-        int, _bounded(limits.CONTEXT_DEPTH, "Hops of expansion beyond direct relations.")
+        int, bounded(limits.CONTEXT_DEPTH, "Hops of expansion beyond direct relations.")
     ] = 2,
     max_entities: Annotated[
-        int, _bounded(limits.CONTEXT_MAX_ENTITIES, "Most relations listed per list.")
+        int, bounded(limits.CONTEXT_MAX_ENTITIES, "Most relations listed per list.")
     ] = 20,
     include_content: Annotated[
         bool, Field(description="Add a short text preview of each source note.")
@@ -143,7 +143,7 @@ def build_context(
     Examples: build_context("Machine Learning"); build_context("PostgreSQL", depth=1,
     max_entities=10); build_context("Kafka", include_content=true).
     """
-    return _structured(
+    return structured(
         state(ctx).call(
             lambda g: g.build_context(
                 concept_name,
@@ -165,8 +165,8 @@ def expand(
             description="Entity names: classes, functions, file paths or concepts.",
         ),
     ],
-    max_depth: Annotated[int, _bounded(limits.EXPAND_MAX_DEPTH, "Most hops from a seed.")] = 2,
-    max_nodes: Annotated[int, _bounded(limits.EXPAND_MAX_NODES, "Most entities returned.")] = 20,
+    max_depth: Annotated[int, bounded(limits.EXPAND_MAX_DEPTH, "Most hops from a seed.")] = 2,
+    max_nodes: Annotated[int, bounded(limits.EXPAND_MAX_NODES, "Most entities returned.")] = 20,
     direction: Annotated[
         Literal["both", "out", "in"],
         Field(description="out: what the seeds use; in: what uses them; both (default)."),
@@ -195,7 +195,7 @@ def expand(
     Examples: expand(["AuthenticationService"]); expand(["TokenValidator", "auth/tokens.py"],
     max_depth=1); expand(["Raft"], max_nodes=10).
     """
-    return _structured(
+    return structured(
         state(ctx).call(
             lambda g: g.expand(
                 seeds, max_depth=max_depth, max_nodes=max_nodes, direction=direction
@@ -254,7 +254,7 @@ def sync(
         )
         return report.as_dict()
 
-    return _structured(current.call(run))
+    return structured(current.call(run))
 
 
 def search_memories(
@@ -267,8 +267,8 @@ def search_memories(
             description='Words and/or "quoted phrases".',
         ),
     ],
-    limit: Annotated[int, _bounded(limits.SEARCH_LIMIT, "Hits per page.")] = 10,
-    page: Annotated[int, _bounded(limits.SEARCH_PAGE, "Page number, from 1.")] = 1,
+    limit: Annotated[int, bounded(limits.SEARCH_LIMIT, "Hits per page.")] = 10,
+    page: Annotated[int, bounded(limits.SEARCH_PAGE, "Page number, from 1.")] = 1,
     source: Annotated[
         str | None, Field(max_length=200, description="Only this source (by name).")
     ] = None,
@@ -303,7 +303,7 @@ def search_memories(
     Examples: search_memories("kafka consumer lag"); search_memories('"leader election"');
     search_memories("migration", folder="engineering/databases", limit=5).
     """
-    return _structured(
+    return structured(
         state(ctx).call(
             lambda g: g.search(
                 query, limit=limit, page=page, source=source, folder=folder, all_words=all_words
@@ -322,9 +322,9 @@ def retrieve(
             description="A question or task in plain words, e.g. a bug report or commit title.",
         ),
     ],
-    k: Annotated[int, _bounded(limits.RETRIEVE_K, "Files and notes to return.")] = 10,
+    k: Annotated[int, bounded(limits.RETRIEVE_K, "Files and notes to return.")] = 10,
     budget_tokens: Annotated[
-        int, _bounded(limits.RETRIEVE_BUDGET_TOKENS, "Most tokens of excerpts (characters / 4).")
+        int, bounded(limits.RETRIEVE_BUDGET_TOKENS, "Most tokens of excerpts (characters / 4).")
     ] = 6000,
     source: Annotated[
         str | None, Field(max_length=200, description="Only this source (by name).")
@@ -355,7 +355,7 @@ def retrieve(
     Examples: retrieve("how does AuthenticationService validate tokens");
     retrieve("rate limiting for the public API", k=5, budget_tokens=2000).
     """
-    return _structured(
+    return structured(
         state(ctx).call(
             lambda g: g.retrieve(query, k=k, budget_tokens=budget_tokens, source=source).as_dict()
         )
@@ -393,7 +393,7 @@ def read_memory(
     read_memory("memory://vault/engineering/distributed-systems/kafka.md");
     read_memory("Kafka").
     """
-    return _structured(state(ctx).call(lambda g: g.read(identifier).as_dict()))
+    return structured(state(ctx).call(lambda g: g.read(identifier).as_dict()))
 
 
 def visualize(
@@ -402,8 +402,8 @@ def visualize(
         str,
         Field(min_length=1, max_length=1000, description="The concept at the centre."),
     ],
-    depth: Annotated[int, _bounded(limits.VISUALIZE_DEPTH, "Hops from the concept.")] = 2,
-    max_nodes: Annotated[int, _bounded(limits.VISUALIZE_MAX_NODES, "Most concepts drawn.")] = 30,
+    depth: Annotated[int, bounded(limits.VISUALIZE_DEPTH, "Hops from the concept.")] = 2,
+    max_nodes: Annotated[int, bounded(limits.VISUALIZE_MAX_NODES, "Most concepts drawn.")] = 30,
 ) -> Annotated[CallToolResult, VisualizeResult]:
     """Draw a concept's neighbourhood as a Mermaid flowchart.
 
@@ -420,235 +420,25 @@ def visualize(
     Examples: visualize("Machine Learning"); visualize("Raft", depth=1, max_nodes=15).
     """
     mermaid = state(ctx).call(lambda g: g.visualize(concept_name, depth=depth, max_nodes=max_nodes))
-    return _structured({"concept": concept_name, "mermaid": mermaid}, text=mermaid)
+    return structured({"concept": concept_name, "mermaid": mermaid}, text=mermaid)
 
 
-# -- writing tools ---------------------------------------------------------------------------
+# -- annotations ------------------------------------------------------------------------------
 
-_Hash = Annotated[
-    str | None,
-    Field(
-        min_length=1,
-        max_length=128,
-        description="The hash read_memory (or a write) returned: refuse if the note changed.",
-    ),
-]
-_Identifier = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=4096,
-        description="The note: a memory:// URI, a source-relative path, or its title.",
-    ),
-]
-_Text = Annotated[str, Field(max_length=10 * 1024 * 1024)]
-
-
-def write_note(
-    ctx: Context,
-    path_or_title: Annotated[
-        str,
-        Field(
-            min_length=1,
-            max_length=limits.MAX_PATH_CHARS,
-            description="A title, a source-relative path ending in .md, or a memory:// URI.",
-        ),
-    ],
-    content: Annotated[_Text, Field(description="The whole markdown text of the note.")],
-    source: Annotated[
-        str | None,
-        Field(min_length=1, max_length=200, description="The source to write into."),
-    ] = None,
-    overwrite: Annotated[
-        bool, Field(description="Replace the note if it exists (default: refuse).")
-    ] = False,
-    expected_hash: _Hash = None,
-) -> Annotated[CallToolResult, WriteResult]:
-    """Create a markdown note in the user's notes folder (or, with overwrite, replace one).
-
-    Use this to remember something for later: a decision, a summary, facts about a person or
-    project. Link the concepts the note is about as [[WikiLinks]] ("We moved [[Billing]] to
-    [[PostgreSQL]]"): they become concepts in the graph, related to each other, as soon as
-    this returns — build_context and search_memories see the note at once. To add to an
-    existing note, prefer edit_note.
-
-    path_or_title: a title ("Kafka consumer lag" becomes the file "Kafka consumer lag.md" at
-    the root of the source; characters a file name cannot hold become "-"), or a path relative
-    to the source ending in .md ("projects/kafka/lag.md"; folders are created), or a
-    memory://<source>/<path> URI. Paths stay inside the source: "..", absolute paths, hidden
-    folders and non-.md files are refused. With several sources, name one with source.
-    An existing note is never replaced unless overwrite is true; pass expected_hash (from
-    read_memory) as well, so that you never overwrite a change you have not seen.
-
-    Returns action ("created" or "replaced"), uri, path, source, hash (of what was written:
-    pass it as expected_hash to a later edit), concepts (the concepts the note now links),
-    previousUri (null) and warnings.
-
-    Examples: write_note("Kafka consumer lag", "Lag grew after the [[Kafka]] upgrade.");
-    write_note("projects/billing/2026-12-01.md", "# Standup\\n...", source="work");
-    write_note("memory://vault/todo.md", "- [ ] ...", overwrite=true, expected_hash="9f2c...").
-    """
-    return _structured(
-        state(ctx).call(
-            lambda g: g.write_note(
-                path_or_title,
-                content,
-                source=source,
-                overwrite=overwrite,
-                expected_hash=expected_hash,
-            ).as_dict()
-        )
-    )
-
-
-def edit_note(
-    ctx: Context,
-    identifier: _Identifier,
-    operation: Annotated[
-        Literal["append", "prepend", "replace_text", "replace_section"],
-        Field(description="What to do: append, prepend, replace_text or replace_section."),
-    ],
-    content: Annotated[
-        _Text | None,
-        Field(description="The text to add (append/prepend) or the new section body."),
-    ] = None,
-    find: Annotated[
-        str | None, Field(min_length=1, max_length=100_000, description="replace_text: old text.")
-    ] = None,
-    replace: Annotated[
-        str | None, Field(max_length=10 * 1024 * 1024, description="replace_text: new text.")
-    ] = None,
-    count: Annotated[
-        int, _bounded(limits.EDIT_COUNT, "replace_text: how many times find must occur.")
-    ] = 1,
-    heading: Annotated[
-        str | None,
-        Field(min_length=1, max_length=1000, description="replace_section: the heading."),
-    ] = None,
-    expected_hash: _Hash = None,
-) -> Annotated[CallToolResult, WriteResult]:
-    """Change part of an existing note, in place; the graph follows at once.
-
-    Operations:
-    - append: add content at the end of the note (on a new line).
-    - prepend: add content at the start (after the frontmatter block, if any).
-    - replace_text: replace every occurrence of find by replace. Refused, with nothing
-      changed, unless find occurs exactly count times (default 1): read the note first and
-      give enough surrounding text to make find unique, or the right count.
-    - replace_section: replace the body under the markdown heading `heading` ("Status" or
-      "## Status"; case does not matter) up to the next heading of the same or a higher level
-      with content. Refused if no heading, or more than one, matches.
-    Pass expected_hash (from read_memory or the previous write) so that the edit is refused
-    if the note changed since you read it. Replaced text is gone from the note.
-
-    Returns action ("edited", or "unchanged" when the text came out the same), uri, path,
-    source, hash (pass it as expected_hash to the next edit), concepts, previousUri (null),
-    warnings.
-
-    Examples: edit_note("memory://vault/todo.md", "append", content="- [ ] call [[Ana]]");
-    edit_note("Kafka consumer lag", "replace_text", find="grew", replace="shrank");
-    edit_note("projects/billing.md", "replace_section", heading="Status", content="Done.").
-    """
-    return _structured(
-        state(ctx).call(
-            lambda g: g.edit_note(
-                identifier,
-                operation,
-                content=content,
-                find=find,
-                replace=replace,
-                count=count,
-                heading=heading,
-                expected_hash=expected_hash,
-            ).as_dict()
-        )
-    )
-
-
-def move_note(
-    ctx: Context,
-    identifier: _Identifier,
-    new_path: Annotated[
-        str,
-        Field(
-            min_length=1,
-            max_length=limits.MAX_PATH_CHARS,
-            description="The new source-relative path, ending in .md (or a memory:// URI).",
-        ),
-    ],
-    expected_hash: _Hash = None,
-) -> Annotated[CallToolResult, WriteResult]:
-    """Move or rename a note within its source; its content and reading history are kept.
-
-    Use this to file a note in a folder or to give it a better name. The note's old URI stops
-    working (links by [[title]] elsewhere are not rewritten). Never replaces an existing file:
-    a taken new_path is refused. new_path is relative to the note's source, ends in .md, and
-    stays inside it (folders are created).
-
-    Returns action ("moved"), uri (the new one), path, source, hash, concepts, previousUri
-    (the old URI), warnings.
-
-    Examples: move_note("memory://vault/inbox/idea.md", "projects/idea.md");
-    move_note("Kafka consumer lag", "engineering/kafka/consumer-lag.md").
-    """
-    return _structured(
-        state(ctx).call(
-            lambda g: g.move_note(identifier, new_path, expected_hash=expected_hash).as_dict()
-        )
-    )
-
-
-def delete_note(
-    ctx: Context, identifier: _Identifier, expected_hash: _Hash = None
-) -> Annotated[CallToolResult, WriteResult]:
-    """Delete a note: its file is removed from the user's folder and it leaves the graph.
-
-    This cannot be undone from here. Only delete a note the user asked you to delete, or one
-    you wrote yourself and no longer need. Pass expected_hash (from read_memory) so that a note
-    changed since you read it is not deleted.
-
-    Returns action ("deleted"), uri, path, source, hash and concepts (of the note that was
-    deleted), previousUri (null), warnings.
-
-    Examples: delete_note("memory://vault/scratch/tmp.md");
-    delete_note("Old idea", expected_hash="9f2c...").
-    """
-    return _structured(
-        state(ctx).call(lambda g: g.delete_note(identifier, expected_hash=expected_hash).as_dict())
-    )
-
-
-# -- the server ------------------------------------------------------------------------------
-
-_READ_ONLY = ToolAnnotations(
+READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 # A read changes no file but records the read (lastAccessed, a ranking input): not read-only.
-_RECORDS_READ = ToolAnnotations(
+RECORDS_READ = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
-_SYNC = _RECORDS_READ  # derived state only; repeating it changes nothing more
-_CREATES = ToolAnnotations(  # may replace a note (overwrite)
+SYNC = RECORDS_READ  # derived state only; repeating it changes nothing more
+CREATES = ToolAnnotations(  # may replace a note (overwrite)
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
 )
-_CHANGES = _CREATES  # replace_text/replace_section drop text; append twice appends twice
-_DELETES = ToolAnnotations(
+CHANGES = CREATES  # replace_text/replace_section drop text; append twice appends twice
+DELETES = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-)
-
-# (function, annotations, writes files): the one list a new tool joins.
-TOOLS: tuple[tuple[Callable[..., CallToolResult], ToolAnnotations, bool], ...] = (
-    (build_context, _READ_ONLY, False),
-    (expand, _READ_ONLY, False),
-    (sync, _SYNC, False),
-    (search_memories, _READ_ONLY, False),
-    (retrieve, _READ_ONLY, False),
-    (read_memory, _RECORDS_READ, False),
-    (visualize, _READ_ONLY, False),
-    (write_note, _CREATES, True),
-    (edit_note, _CHANGES, True),
-    (move_note, _CHANGES, True),  # the old path is gone (never a file's content)
-    (delete_note, _DELETES, True),
 )
 
 

@@ -44,12 +44,12 @@ from contextgraph.errors import InvalidArgument, NotFound
 from contextgraph.ftsquery import Term, build_match, query_terms
 from contextgraph.limits import MAX_QUERY_CHARS, RETRIEVE_BUDGET_TOKENS, RETRIEVE_K
 from contextgraph.models import Entity, File, Mention, Relation, Source, table_of
-from contextgraph.notes import file_uri
 from contextgraph.search import Candidate, Highlighter, ranked_matches
 from contextgraph.searchterms import body_start
 from contextgraph.settings import Settings
 from contextgraph.sqlcore import chunked
 from contextgraph.stopwords import STOPWORDS
+from contextgraph.uris import file_uri
 
 T_FILES = table_of(File)
 T_SOURCES = table_of(Source)

@@ -54,7 +54,7 @@ def search(conn: sqlite3.Connection, query: str, *, all_words: bool = False) -> 
         ("hello world", '"hello" OR "world"'),
         ('"machine learning" ai', '"machine learning" OR "ai"'),
         ("NEAR(a b)", '"NEAR" OR "b"'),
-        ("col:foo", '("col foo" OR "colfoo")'),
+        ("col:foo", '("col foo" OR "colfoo" OR "col" OR "foo")'),
         ("a*", '"a"'),
         ("-x", '"x"'),
         ("^start", '"start"'),
@@ -63,8 +63,12 @@ def search(conn: sqlite3.Connection, query: str, *, all_words: bool = False) -> 
         ("AND", '"AND"'),
         ("a OR b NOT c", '"b" OR "c"'),
         ("c++", '"c"'),
-        ("foo-bar", '("foo bar" OR "foobar")'),
-        ("e.g. foo.bar/baz", '("e g" OR "eg") OR ("foo bar baz" OR "foobarbaz")'),
+        ("foo-bar", '("foo bar" OR "foobar" OR "foo" OR "bar")'),
+        (
+            "e.g. foo.bar/baz",
+            '("e g" OR "eg" OR "e" OR "g") OR '
+            '("foo bar baz" OR "foobarbaz" OR "foo" OR "bar" OR "baz")',
+        ),
         ("x AND (y OR z)", '"x" OR "z"'),
         ("a,b;c", '"b" OR "c"'),
         ('say "hello  --  world" now', '"say" OR "hello world"'),
@@ -76,8 +80,8 @@ def search(conn: sqlite3.Connection, query: str, *, all_words: bool = False) -> 
         ("Ünïcödé 日本語 данные", '"Ünïcödé" OR "日本語" OR "данные"'),
         ("café", '"café"'),
         ("a\x00b c\ud800d", '"ab" OR "cd"'),
-        ("TokenValidator", '("TokenValidator" OR "token validator")'),
-        ("create_time", '("create time" OR "createtime")'),
+        ("TokenValidator", '("TokenValidator" OR "token validator" OR "token" OR "validator")'),
+        ("create_time", '("create time" OR "createtime" OR "create" OR "time")'),
         ("the parser of", '"parser"'),
         ("the of", '"the" OR "of"'),  # only stopwords: kept
         ('"the end"', '"the end"'),  # a phrase keeps its stopwords
@@ -112,9 +116,12 @@ def test_all_words_requires_every_word(db: sqlite3.Connection) -> None:
 
 def test_operator_characters_are_searchable(db: sqlite3.Connection) -> None:
     assert search(db, "c++") == ["c++ templates"]
-    assert search(db, "foo-bar") == ["foo-bar baz"]
-    assert search(db, "bar-foo") == []  # adjacency is kept: a phrase, not two words
-    assert search(db, "col:foo") == ["col:foo value"]
+    # Any-words: a compound word also matches by its parts ("foo" of col:foo)...
+    assert search(db, "foo-bar") == ["foo-bar baz", "col:foo value"]
+    # ...but as a required word it keeps its adjacency: a phrase (or joined), not two words.
+    assert search(db, "foo-bar", all_words=True) == ["foo-bar baz"]
+    assert search(db, "bar-foo", all_words=True) == []
+    assert search(db, "col:foo", all_words=True) == ["col:foo value"]
     assert search(db, "hel*") == []  # no prefix queries: ``*`` is just a separator
     assert search(db, '"learning and"') == ["machine learning and AI"]
     assert search(db, '"and learning"') == []
