@@ -59,9 +59,9 @@ Typical use: retrieve with the user's question to get the files and notes it nee
 reasons and excerpts; search_memories to find notes by words; build_context to see which concepts
 belong with a concept and in which notes; read_memory to read a note by its memory:// URI;
 expand to pull in the code and concepts a set of entities depends on; visualize for a Mermaid
-diagram; sync after files changed (or to add a folder). Unless the server is read-only, write_note, edit_note,
-move_note and delete_note change the notes themselves (plain markdown files); the graph follows at
-once."""
+diagram; sync after files changed (or to add a folder). Unless the server is read-only,
+write_note, edit_note, move_note and delete_note change the notes themselves (plain markdown
+files); the graph follows at once."""
 
 # (function, annotations, writes files): the one list a new tool joins.
 TOOLS: tuple[tuple[Callable[..., CallToolResult], ToolAnnotations, bool], ...] = (
