@@ -31,6 +31,13 @@ _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _FRONTMATTER = re.compile(
     r"\A---[ \t]*\r?\n(?:.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL
 )
+# An identifier with another spelling: an underscore between two word characters, or a case
+# boundary (aB, a1B, ABc), anywhere in a run of identifier characters.
+_COMPOUND = re.compile(
+    r"(?<![A-Za-z0-9_])"
+    r"(?=[A-Za-z0-9_]*?(?:[A-Za-z0-9]_+[A-Za-z0-9]|[a-z0-9][A-Z]|[A-Z][A-Z][a-z]))"
+    r"[A-Za-z0-9_]{2,}"
+)
 MAX_PARTS_CHARS = 200_000  # a huge generated file does not get a second copy of itself
 
 
@@ -55,13 +62,15 @@ def spellings(word: str) -> tuple[str, str | None, str | None]:
 
 
 def identifier_parts(text: str) -> str:
-    """The other spellings of the identifiers in ``text``, one per line, each once."""
+    """The other spellings of the identifiers in ``text``, one per line, each once.
+
+    Only words with an inner underscore or a case boundary have another spelling; a regex (in
+    C) finds just those, and each distinct word is spelled once, so prose costs almost nothing.
+    """
     seen: dict[str, None] = {}
     size = 0
-    for match in _IDENT.finditer(text):
-        _, joined, split = spellings(match.group())
-        if joined is None and split is None:
-            continue
+    for word in dict.fromkeys(_COMPOUND.findall(text)):
+        _, joined, split = spellings(word)
         for spelling in (joined, split):
             if spelling and spelling not in seen:
                 seen[spelling] = None
