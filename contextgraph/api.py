@@ -15,7 +15,7 @@ from contextgraph import db
 from contextgraph.errors import InvalidArgument
 from contextgraph.settings import Settings, parse_datetime
 from contextgraph.sources import SourceInfo, list_sources, register
-from contextgraph.stats import DoctorReport, counts, doctor
+from contextgraph.stats import DoctorReport, counts, database_bytes, doctor, engine_info
 from contextgraph.sync import Progress, SyncReport, run_sync
 
 if TYPE_CHECKING:  # the query modules load on first use: `contextgraph sync` never needs them
@@ -233,11 +233,13 @@ class ContextGraph:
         """Counts, community summary, database size and the effective settings."""
         with db.read(self.engine) as conn:
             out = counts(conn)
+            out.update(engine_info(conn))
+            server_bytes = database_bytes(conn)
         path = self.database_path
         out["database"] = str(path) if path else str(self.engine.url)
         out["databaseBytes"] = sum(
             p.stat().st_size for p in ([path, Path(f"{path}-wal")] if path else []) if p.exists()
-        )
+        ) + (server_bytes or 0)
         out["schemaRevision"] = db.current_revision(self.engine)
         out["settings"] = self.settings.as_dict()
         return out

@@ -42,6 +42,7 @@ import igraph
 from sqlalchemy import Connection, Engine
 
 from contextgraph import db
+from contextgraph.dialect import qmark
 from contextgraph.errors import InvalidArgument
 from contextgraph.settings import COMMUNITY_ALGORITHMS, Settings
 
@@ -249,7 +250,7 @@ class _Snapshot:
 
 
 _FINGERPRINT_CONCEPTS = "SELECT count(*), coalesce(sum(id), 0) FROM entities WHERE kind = 'concept'"
-_FINGERPRINT_RELATIONS = "SELECT count(*), total(count) FROM concept_relations"
+_FINGERPRINT_RELATIONS = "SELECT count(*), coalesce(sum(count), 0) FROM concept_relations"
 
 
 def _fingerprint(conn: Connection) -> tuple[int, int, int, float]:
@@ -259,14 +260,17 @@ def _fingerprint(conn: Connection) -> tuple[int, int, int, float]:
 
 
 def _meta(conn: Connection, key: str) -> str | None:
-    row = conn.exec_driver_sql("SELECT value FROM meta WHERE key = ?", (key,)).first()
+    row = conn.exec_driver_sql(qmark(conn, "SELECT value FROM meta WHERE key = ?"), (key,)).first()
     return None if row is None else str(row[0])
 
 
 def _set_meta(conn: Connection, key: str, value: str) -> None:
     conn.exec_driver_sql(
-        "INSERT INTO meta (key, value) VALUES (?, ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        qmark(
+            conn,
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        ),
         (key, value),
     )
 
@@ -321,8 +325,8 @@ def _read(conn: Connection) -> _Snapshot:
             gc.enable()
     stored = _meta(conn, NEXT_ID_KEY)
     highest = conn.exec_driver_sql(
-        "SELECT max(coalesce((SELECT max(id) FROM communities), 0),"
-        " coalesce((SELECT max(community_id) FROM entities), 0))"
+        "SELECT coalesce(max(top), 0) FROM (SELECT max(id) AS top FROM communities"
+        " UNION ALL SELECT max(community_id) FROM entities) AS tops"
     ).scalar_one()
     next_id = max(_as_int(stored, 1), int(highest) + 1)
     last_run = conn.exec_driver_sql("SELECT coalesce(max(id), 0) FROM community_runs").scalar_one()
@@ -409,7 +413,10 @@ def recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
             changed = list(zip(new_ids, snap.ids, strict=True))
         if changed:
             conn.exec_driver_sql(
-                "UPDATE entities SET community_id = ? WHERE id = ? AND kind = 'concept'", changed
+                qmark(
+                    conn, "UPDATE entities SET community_id = ? WHERE id = ? AND kind = 'concept'"
+                ),
+                changed,
             )
         if changed:
             from contextgraph.neighbourhood import bump_version
@@ -417,7 +424,9 @@ def recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
             bump_version(conn)  # cached neighbourhoods carry community ids
         conn.exec_driver_sql("DELETE FROM communities")
         if sizes:
-            conn.exec_driver_sql("INSERT INTO communities (id, size) VALUES (?, ?)", sizes)
+            conn.exec_driver_sql(
+                qmark(conn, "INSERT INTO communities (id, size) VALUES (?, ?)"), sizes
+            )
         _set_meta(conn, NEXT_ID_KEY, str(next_id))
         if overtaken:
             # Which of the two runs saw the newer graph is unknown: let the next sync redo it.
@@ -440,9 +449,12 @@ def recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
             created_at,
         )
         run_id = conn.exec_driver_sql(
-            "INSERT INTO community_runs (algorithm, resolution, seed, modularity, node_count,"
-            " edge_count, community_count, seconds, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            qmark(
+                conn,
+                "INSERT INTO community_runs (algorithm, resolution, seed, modularity, node_count,"
+                " edge_count, community_count, seconds, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            ),
             values,
         ).scalar_one()
     return CommunityRunInfo(int(run_id), *values)

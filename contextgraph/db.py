@@ -1,9 +1,17 @@
-"""Engine set-up, pragmas, transactions and migrations.
+"""Engine set-up, pragmas, transactions and migrations (SQLite, or PostgreSQL per SPEC §15).
 
 Every transaction that may write starts with ``BEGIN IMMEDIATE``: a deferred transaction that reads
 and then writes fails at once with "database is locked" when another writer holds the lock, whatever
 the busy timeout, because SQLite cannot upgrade it without risking a deadlock. Read transactions
 use a plain deferred ``BEGIN`` so they see one snapshot and never block writers (WAL mode).
+
+On PostgreSQL the same two kinds of transaction exist: a write transaction first takes a
+transaction-level advisory lock (writers run one at a time, as SQLite's do, so no two of our
+writers can deadlock or see each other's half-done batches), and a read transaction is
+``REPEATABLE READ READ ONLY`` (one snapshot, never blocking a writer). Serialization failures and
+deadlocks (from other clients of the server) are retried by :func:`run_write`. One sync per
+database is a session-level advisory lock (:func:`sync_lock`), freed by the server when the
+session ends however the process died.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from contextgraph.errors import DatabaseError
 
@@ -63,7 +71,9 @@ def database_url(path_or_url: str | os.PathLike[str]) -> str:
 
 
 def database_path(engine: Engine) -> Path | None:
-    """Return the database file of a file-backed SQLite engine (None for in-memory)."""
+    """Return the database file of a file-backed SQLite engine (None for in-memory or a server)."""
+    if engine.url.get_backend_name() != "sqlite":
+        return None
     name = engine.url.database
     if not name or name == ":memory:" or name.startswith("file::memory:"):
         return None
@@ -73,8 +83,12 @@ def database_path(engine: Engine) -> Path | None:
 def make_engine(path_or_url: str | os.PathLike[str], *, busy_timeout_ms: int = 5000) -> Engine:
     """Create an engine with WAL, a busy timeout, foreign keys and explicit transactions."""
     url = make_url(database_url(path_or_url))
+    if url.get_backend_name() == "postgresql":
+        return _make_pg_engine(url, busy_timeout_ms=busy_timeout_ms)
     if url.get_backend_name() != "sqlite":
-        raise DatabaseError(f"only SQLite databases are supported, not {url.get_backend_name()}")
+        raise DatabaseError(
+            f"only SQLite and PostgreSQL databases are supported, not {url.get_backend_name()}"
+        )
     if url.database and url.database != ":memory:":
         try:
             Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -110,6 +124,110 @@ def make_engine(path_or_url: str | os.PathLike[str], *, busy_timeout_ms: int = 5
 
     _engines.add(engine)
     return engine
+
+
+# Advisory lock keys (any 64-bit numbers; these spell "cg-write" and "cg-sync").
+WRITE_LOCK_KEY = 0x63672D7772697465
+SYNC_LOCK_KEY = 0x63672D73796E63
+# SQLSTATEs a writer retries: serialization_failure, deadlock_detected.
+_RETRY_SQLSTATES = frozenset({"40001", "40P01"})
+# Connections per process: an MCP server's threads plus a sync (its lock session is separate).
+PG_POOL_SIZE = 5
+PG_MAX_OVERFLOW = 10
+
+
+def _make_pg_engine(url: Any, *, busy_timeout_ms: int) -> Engine:
+    """An engine on a PostgreSQL server through psycopg 3, with our two transaction kinds."""
+    if url.get_driver_name() not in ("psycopg", "psycopg2", ""):
+        raise DatabaseError(f"PostgreSQL is reached through psycopg 3, not {url.get_driver_name()}")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError as exc:
+        raise DatabaseError(
+            'PostgreSQL needs psycopg 3: pip install "contextgraph[postgres]"'
+        ) from exc
+    url = url.set(drivername="postgresql+psycopg")
+    engine = create_engine(
+        url,
+        pool_size=PG_POOL_SIZE,
+        max_overflow=PG_MAX_OVERFLOW,
+        pool_timeout=max(30.0, busy_timeout_ms / 1000),
+        pool_pre_ping=True,
+        connect_args={"application_name": "contextgraph", "connect_timeout": 10},
+    )
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        options = conn.get_execution_options()
+        if options.get("contextgraph_write", False):
+            wait_ms = int(float(options.get("contextgraph_wait", 120.0)) * 1000)
+            conn.exec_driver_sql(f"SET LOCAL lock_timeout = {max(1, wait_ms)}")
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")
+            conn.exec_driver_sql("SET LOCAL lock_timeout = 0")
+        else:
+            conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+
+    _engines.add(engine)
+    return engine
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    orig = getattr(exc, "orig", exc)
+    state = getattr(orig, "sqlstate", None)
+    return None if state is None else str(state)
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """True for a PostgreSQL serialization failure or deadlock: retrying the transaction helps."""
+    return _sqlstate(exc) in _RETRY_SQLSTATES
+
+
+def run_write(engine: Engine, fn: Any, *, retry_seconds: float = 120.0) -> Any:
+    """Run ``fn(conn)`` in a write transaction, retrying it on serialization failures/deadlocks.
+
+    On SQLite this is exactly one :func:`write` (its writers never deadlock). ``fn`` must have
+    no side effects outside the transaction, since it may run more than once.
+    """
+    start = time.monotonic()
+    delay = 0.01
+    while True:
+        try:
+            with write(engine, retry_seconds=retry_seconds) as conn:
+                return fn(conn)
+        except (OperationalError, DBAPIError) as exc:
+            if not is_retryable(exc) or time.monotonic() - start > retry_seconds:
+                raise
+            log.info("retrying a write after %s", _sqlstate(exc))
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
+@contextmanager
+def sync_lock(engine: Engine, *, wait: bool = True) -> Iterator[None]:
+    """Hold PostgreSQL's one-sync-per-database lock: a session-level advisory lock.
+
+    The lock lives on its own session (not a pooled connection, which would keep it after
+    being returned), so the server frees it when the session ends, whatever killed the process.
+    """
+    import psycopg
+
+    from contextgraph.errors import SyncInProgress
+
+    conninfo = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    try:
+        session = psycopg.connect(conninfo, autocommit=True, application_name="contextgraph-sync")
+    except psycopg.Error as exc:
+        raise DatabaseError(f"cannot connect to the database: {exc}") from exc
+    try:
+        if wait:
+            session.execute("SELECT pg_advisory_lock(%s)", (SYNC_LOCK_KEY,))
+        else:
+            row = session.execute("SELECT pg_try_advisory_lock(%s)", (SYNC_LOCK_KEY,)).fetchone()
+            if not row or not row[0]:
+                raise SyncInProgress("a sync is already running on this database")
+        yield
+    finally:
+        session.close()  # ending the session releases the lock
 
 
 def _ensure_math_functions(dbapi_connection: sqlite3.Connection) -> None:
@@ -154,7 +272,9 @@ def write(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connectio
     The busy timeout already makes SQLite wait; on top of it we retry the BEGIN with backoff so a
     long writer elsewhere turns into a longer wait here, never into "database is locked".
     """
-    conn = engine.connect().execution_options(contextgraph_write=True)
+    conn = engine.connect().execution_options(
+        contextgraph_write=True, contextgraph_wait=retry_seconds
+    )
     try:
         start = time.monotonic()
         waited = False
@@ -164,6 +284,10 @@ def write(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connectio
                 tx = conn.begin()
                 break
             except OperationalError as exc:
+                if _sqlstate(exc) == "55P03":  # PostgreSQL: lock_timeout while waiting
+                    raise DatabaseError(
+                        f"the database stayed locked by another writer for {retry_seconds:.0f} s"
+                    ) from exc
                 if not _is_locked(exc) or time.monotonic() - start > retry_seconds:
                     raise DatabaseError(
                         f"the database stayed locked by another writer for {retry_seconds:.0f} s"
@@ -181,6 +305,9 @@ def write(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connectio
         conn.close()
 
 
+_SNAPSHOT_PROBE = {"sqlite": "SELECT 1 FROM sqlite_master LIMIT 1", "postgresql": "SELECT 1"}
+
+
 @contextmanager
 def read(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connection]:
     """Open a deferred read transaction: one consistent snapshot, never blocking writers."""
@@ -193,7 +320,7 @@ def read(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connection
                 tx = conn.begin()
                 # A read transaction only takes its snapshot at the first read; do it now so a
                 # transient busy (WAL recovery, checkpoint) is retried here, not mid-query.
-                conn.exec_driver_sql("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+                conn.exec_driver_sql(_SNAPSHOT_PROBE[conn.dialect.name]).fetchall()
                 break
             except OperationalError as exc:
                 conn.rollback()
@@ -234,11 +361,10 @@ def alembic_config(engine: Engine) -> Any:
 
 def current_revision(engine: Engine) -> str | None:
     """Return the database's Alembic revision, or None for a blank database."""
+    from contextgraph.dialect import has_table
+
     with read(engine) as conn:
-        has_table = conn.execute(
-            text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'")
-        ).first()
-        if not has_table:
+        if not has_table(conn, "alembic_version"):
             return None
         row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
         return None if row is None else str(row[0])

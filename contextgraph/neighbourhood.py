@@ -31,10 +31,10 @@ from sqlalchemy import (
     select,
     union_all,
 )
-from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from contextgraph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
+from contextgraph.dialect import Compiled, set_meta
+from contextgraph.dialect import total as float_total
 from contextgraph.models import ConceptRelation, Entity, File, Mention, Meta, table_of
 from contextgraph.settings import Settings
 
@@ -54,9 +54,7 @@ def bump_version(conn: Connection) -> None:
     The version is a random token, not a counter: a database deleted and rebuilt at the same
     path must never match a version cached from the old file.
     """
-    token = uuid.uuid4().hex
-    stmt = sqlite_insert(T_META).values(key=VERSION_KEY, value=token)
-    conn.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": token}))
+    set_meta(conn, VERSION_KEY, uuid.uuid4().hex)
 
 
 def _version(conn: Connection) -> str:
@@ -124,7 +122,9 @@ class Neighbourhoods:
         cached = self.state.adjacency.get(cid)
         if cached is not None:
             return cached
-        out: dict[int, int] = dict(self.conn.exec_driver_sql(_ADJACENCY_SQL, {"c": cid}).fetchall())
+        out: dict[int, int] = dict(
+            self.conn.exec_driver_sql(_ADJACENCY_SQL.sql(self.conn), {"c": cid}).fetchall()
+        )
         self.state.adjacency[cid] = out
         self.state.edges += len(out)
         return out
@@ -177,7 +177,7 @@ class Neighbourhoods:
             select(
                 m2.c.concept_id,
                 func.count(),
-                func.total(weight_sql(f, self.now, self.settings)),
+                float_total(weight_sql(f, self.now, self.settings), order_by=f.c.id),
                 func.min(tick),
             )
             .select_from(joined)
@@ -216,11 +216,11 @@ def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
     return joined, m1, m2, f
 
 
-_ADJACENCY_SQL = str(
-    union_all(
+_ADJACENCY_SQL = Compiled(
+    lambda _d: union_all(
         select(T_CREL.c.b_id, T_CREL.c.count).where(T_CREL.c.a_id == bindparam("c")),
         select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == bindparam("c")),
-    ).compile(dialect=sqlite_dialect(paramstyle="named"))
+    )
 )
 
 

@@ -10,29 +10,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
-    ColumnClause,
     ColumnElement,
     Connection,
-    column,
     func,
-    literal,
-    literal_column,
     select,
-    table,
 )
 
 from contextgraph import db
 from contextgraph.decay import weight_sql
 from contextgraph.errors import InvalidArgument
 from contextgraph.ftsquery import build_match
+from contextgraph.fulltext import full_text
 from contextgraph.models import File, Source, table_of
 from contextgraph.notes import check_relative, file_uri
 from contextgraph.settings import Settings
 
 T_FILES = table_of(File)
 T_SOURCES = table_of(Source)
-FTS = table("files_fts", column("rowid"))
-_FTS_NAME: ColumnClause[Any] = literal_column("files_fts")
 MAX_LIMIT = 100
 MAX_QUERY = 2000
 
@@ -102,19 +96,20 @@ def search(
         return SearchResult(query, 0, page, limit, ())
     f = T_FILES.alias("f")
     s = T_SOURCES.alias("s")
-    conditions: list[ColumnElement[bool]] = [_FTS_NAME.op("MATCH")(literal(match))]
+    fts = full_text(conn, match, f)
+    conditions: list[ColumnElement[bool]] = [fts.match]
     if source is not None:
         conditions.append(s.c.name == source)
     if folder is not None and folder.strip("/ "):
         prefix = check_relative(folder.strip("/ "))
         conditions.append(f.c.path.like(db.escape_like(prefix) + "/%", escape="\\"))
-    joined = FTS.join(f, f.c.id == FTS.c.rowid).join(s, s.c.id == f.c.source_id)
+    joined = fts.joined.join(s, s.c.id == f.c.source_id)
     total = conn.execute(select(func.count()).select_from(joined).where(*conditions)).scalar_one()
     # bm25() is lower-is-better (negative); the score flips it and weighs it by recency.
-    bm25 = func.bm25(_FTS_NAME, 2.0, 1.0)
+    bm25 = fts.rank
     decay = weight_sql(f, now, settings)
     score = (-bm25 * decay).label("score")
-    snippet = func.snippet(_FTS_NAME, 1, "[", "]", "…", 16)
+    snippet = fts.snippet
     rows = conn.execute(
         select(
             s.c.name,

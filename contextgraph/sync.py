@@ -17,7 +17,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from itertools import combinations
 from multiprocessing import get_context
@@ -34,10 +34,9 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from contextgraph import db
+from contextgraph.dialect import Compiled, insert_ignore, is_postgresql, set_meta, upsert
 from contextgraph.errors import SyncInProgress
 from contextgraph.ingest import Job, Prepared, prepare
 from contextgraph.models import ConceptRelation, Entity, File, Mention, Meta, table_of
@@ -170,6 +169,17 @@ def sync_lock(db_path: Path | None, *, wait: bool = True) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
+def lock_database(engine: Engine, *, wait: bool = True) -> AbstractContextManager[None]:
+    """The one-sync-per-database lock of ``engine``'s database.
+
+    SQLite: the advisory file lock of :func:`sync_lock`. PostgreSQL: a session-level advisory
+    lock on the server (:func:`contextgraph.db.sync_lock`), freed when its session ends.
+    """
+    if is_postgresql(engine):
+        return db.sync_lock(engine, wait=wait)
+    return sync_lock(db.database_path(engine), wait=wait)
+
+
 def run_sync(
     engine: Engine,
     settings: Settings,
@@ -182,7 +192,7 @@ def run_sync(
     report = SyncReport()
     db_path = db.database_path(engine)
     started = time.perf_counter()
-    with sync_lock(db_path, wait=wait):
+    with lock_database(engine, wait=wait):
         report.phases["lock"] = time.perf_counter() - started
         with db.read(engine) as conn:
             registered = list_sources(conn)
@@ -350,23 +360,24 @@ def _write_batch(
     engine: Engine, settings: Settings, source: SourceInfo, ops: list[_Op], report: SyncReport
 ) -> None:
     """Apply one batch of file changes in one short write transaction."""
-    with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
+
+    def batch(conn: Connection) -> None:
         graph_changed, code_changed = _apply(conn, settings, source, ops)
         if graph_changed:
             _mark_stale(conn, "communities")
         if code_changed:
             _mark_stale(conn, f"codegraph:{source.id}")
+
+    # One transaction; PostgreSQL reruns it after a serialization failure or deadlock.
+    db.run_write(engine, batch, retry_seconds=settings.lock_retry_seconds)
     report.deleted += sum(1 for op in ops if op.action == "delete")
 
 
 # Bulk writes run at the driver level: each statement below is built with SQLAlchemy Core and
 # compiled once, then executed with plain tuples or dicts. Going through Core's per-row parameter
-# processing cost more than SQLite itself (about 9 s of a 10,000-note cold sync).
-_DIALECT = sqlite_dialect(paramstyle="named")
-
-
-def _sql(stmt: Any) -> str:
-    return str(stmt.compile(dialect=_DIALECT))
+# processing cost more than SQLite itself (about 9 s of a 10,000-note cold sync). Each is
+# compiled once per engine kind (dialect.Compiled); ``d`` names the dialect.
+_sql = Compiled
 
 
 _FILE_COLUMNS = (
@@ -383,57 +394,74 @@ _FILE_COLUMNS = (
     "warning",
 )
 SQL_STAT = _sql(
-    update(T_FILES)
-    .where(T_FILES.c.id == bindparam("id_"))
-    .values(size=bindparam("size"), mtime_ns=bindparam("mtime_ns"), modified=bindparam("modified"))
+    lambda d: (
+        update(T_FILES)
+        .where(T_FILES.c.id == bindparam("id_"))
+        .values(
+            size=bindparam("size"), mtime_ns=bindparam("mtime_ns"), modified=bindparam("modified")
+        )
+    )
 )
 SQL_RENAME = _sql(
-    update(T_FILES)
-    .where(T_FILES.c.id == bindparam("id_"))
-    .values(
-        path=bindparam("path"),
-        size=bindparam("size"),
-        mtime_ns=bindparam("mtime_ns"),
-        modified=bindparam("modified"),
+    lambda d: (
+        update(T_FILES)
+        .where(T_FILES.c.id == bindparam("id_"))
+        .values(
+            path=bindparam("path"),
+            size=bindparam("size"),
+            mtime_ns=bindparam("mtime_ns"),
+            modified=bindparam("modified"),
+        )
     )
 )
 SQL_UPDATE_FILE = _sql(
-    update(T_FILES)
-    .where(T_FILES.c.id == bindparam("id_"))
-    .values({c: bindparam(c) for c in _FILE_COLUMNS})
+    lambda d: (
+        update(T_FILES)
+        .where(T_FILES.c.id == bindparam("id_"))
+        .values({c: bindparam(c) for c in _FILE_COLUMNS})
+    )
 )
 SQL_INSERT_FILE = _sql(
-    insert(T_FILES).values(
+    lambda d: insert(T_FILES).values(
         {c: bindparam(c) for c in ("source_id", "path", "kind", "last_accessed", *_FILE_COLUMNS)}
     )
 )
 SQL_INSERT_CONCEPT = _sql(
-    sqlite_insert(T_ENTITIES)
-    .values(
-        kind=bindparam("kind"), key=bindparam("k"), name=bindparam("k"), name_lower=bindparam("k")
+    lambda d: insert_ignore(
+        T_ENTITIES,
+        ["kind", "key"],
+        dialect=d,
+        values={
+            "kind": bindparam("kind"),
+            "key": bindparam("k"),
+            "name": bindparam("k"),
+            "name_lower": bindparam("k"),
+        },
     )
-    .on_conflict_do_nothing(index_elements=["kind", "key"])
 )
 SQL_INSERT_MENTION = _sql(
-    insert(T_MENTIONS).values(
+    lambda d: insert(T_MENTIONS).values(
         file_id=bindparam("f"), concept_id=bindparam("c"), count=bindparam("n")
     )
 )
-_upsert = sqlite_insert(T_CREL).values(
-    a_id=bindparam("a"), b_id=bindparam("b"), count=bindparam("n")
-)
 SQL_ADD_PAIR = _sql(
-    _upsert.on_conflict_do_update(
-        index_elements=["a_id", "b_id"], set_={"count": T_CREL.c.count + _upsert.excluded.count}
+    lambda d: upsert(
+        T_CREL,
+        ["a_id", "b_id"],
+        lambda excluded: {"count": T_CREL.c.count + excluded.count},
+        dialect=d,
+        values={"a_id": bindparam("a"), "b_id": bindparam("b"), "count": bindparam("n")},
     )
 )
 SQL_SUB_PAIR = _sql(
-    update(T_CREL)
-    .where(T_CREL.c.a_id == bindparam("a"), T_CREL.c.b_id == bindparam("b"))
-    .values(count=T_CREL.c.count - bindparam("n"))
+    lambda d: (
+        update(T_CREL)
+        .where(T_CREL.c.a_id == bindparam("a"), T_CREL.c.b_id == bindparam("b"))
+        .values(count=T_CREL.c.count - bindparam("n"))
+    )
 )
 SQL_DROP_PAIR = _sql(
-    delete(T_CREL).where(
+    lambda d: delete(T_CREL).where(
         T_CREL.c.a_id == bindparam("a"),
         T_CREL.c.b_id == bindparam("b"),
         T_CREL.c.count <= literal_column("0"),
@@ -458,7 +486,7 @@ def _apply(
         by_action[op.action].append(op)
     if by_action["stat"]:
         conn.exec_driver_sql(
-            SQL_STAT,
+            SQL_STAT.sql(conn),
             [
                 {
                     "id_": op.old.id,
@@ -472,7 +500,7 @@ def _apply(
         )
     if by_action["rename"]:
         conn.exec_driver_sql(
-            SQL_RENAME,
+            SQL_RENAME.sql(conn),
             [
                 {
                     "id_": op.old.id,
@@ -505,13 +533,13 @@ def _apply(
         conn.execute(delete(T_FILES).where(T_FILES.c.id.in_(chunk)))
     if updates:
         conn.exec_driver_sql(
-            SQL_UPDATE_FILE,
+            SQL_UPDATE_FILE.sql(conn),
             [{"id_": op.old_id, **_file_values(op.new, settings)} for op in updates],
         )
     new_ids: dict[str, int] = {}
     if inserts:
         conn.exec_driver_sql(
-            SQL_INSERT_FILE,
+            SQL_INSERT_FILE.sql(conn),
             [
                 {
                     "source_id": source.id,
@@ -611,8 +639,8 @@ def _retract(conn: Connection, file_ids: list[int]) -> set[int]:
         conn.execute(delete(T_MENTIONS).where(T_MENTIONS.c.file_id.in_(chunk)))
     if decrements:
         rows = [{"a": a, "b": b, "n": n} for (a, b), n in sorted(decrements.items())]
-        conn.exec_driver_sql(SQL_SUB_PAIR, rows)
-        conn.exec_driver_sql(SQL_DROP_PAIR, [{"a": r["a"], "b": r["b"]} for r in rows])
+        conn.exec_driver_sql(SQL_SUB_PAIR.sql(conn), rows)
+        conn.exec_driver_sql(SQL_DROP_PAIR.sql(conn), [{"a": r["a"], "b": r["b"]} for r in rows])
     return touched
 
 
@@ -621,7 +649,7 @@ def _apply_concepts(
 ) -> None:
     """Insert the mentions of freshly read notes and add their co-occurrence pairs."""
     names = sorted({name for _, p in applied for name, _ in p.concepts})
-    conn.exec_driver_sql(SQL_INSERT_CONCEPT, [{"kind": "concept", "k": n} for n in names])
+    conn.exec_driver_sql(SQL_INSERT_CONCEPT.sql(conn), [{"kind": "concept", "k": n} for n in names])
     ids: dict[str, int] = {}
     for chunk in _chunks(names):
         ids.update(
@@ -641,10 +669,11 @@ def _apply_concepts(
             mention_rows.append({"f": fid, "c": cid, "n": count})
         if len(cids) <= settings.max_concepts_per_file:
             increments.update(combinations(sorted(cids), 2))
-    conn.exec_driver_sql(SQL_INSERT_MENTION, mention_rows)
+    conn.exec_driver_sql(SQL_INSERT_MENTION.sql(conn), mention_rows)
     if increments:
         conn.exec_driver_sql(
-            SQL_ADD_PAIR, [{"a": a, "b": b, "n": n} for (a, b), n in sorted(increments.items())]
+            SQL_ADD_PAIR.sql(conn),
+            [{"a": a, "b": b, "n": n} for (a, b), n in sorted(increments.items())],
         )
 
 
@@ -661,8 +690,7 @@ def _delete_orphan_concepts(conn: Connection, concept_ids: set[int]) -> None:
 
 
 def _mark_stale(conn: Connection, key: str) -> None:
-    stmt = sqlite_insert(T_META).values(key=f"stale:{key}", value="1")
-    conn.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": "1"}))
+    set_meta(conn, f"stale:{key}", "1")
 
 
 def clear_stale(conn: Connection, key: str) -> None:
@@ -694,4 +722,12 @@ def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
-__all__ = ["Problem", "ScannedFile", "SyncReport", "clear_stale", "run_sync", "sync_lock"]
+__all__ = [
+    "Problem",
+    "ScannedFile",
+    "SyncReport",
+    "clear_stale",
+    "lock_database",
+    "run_sync",
+    "sync_lock",
+]

@@ -42,9 +42,10 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(db_path: Path) -> Iterator[ContextGraph]:
-    """A fresh database file with the default settings and a fixed clock."""
-    graph = ContextGraph.open(db_path, settings=Settings.from_env(now=_now()))
+def store(db_url: str) -> Iterator[ContextGraph]:
+    """A fresh database (a file, or a PostgreSQL database for the engines tier) with the default
+    settings and a fixed clock."""
+    graph = ContextGraph.open(db_url, settings=Settings.from_env(now=_now()))
     yield graph
     graph.close()
 
@@ -101,6 +102,8 @@ def snapshot(graph: ContextGraph) -> dict[str, object]:
         " JOIN files f ON f.id = r.file_id",
         "fts": "SELECT rowid, title, text FROM files_fts",
     }
+    if graph.engine.dialect.name == "postgresql":
+        queries["fts"] = "SELECT id, search_tsv::text, NULL FROM files"
     out: dict[str, object] = {}
     with db.read(graph.engine) as conn:
         for name, sql in queries.items():
@@ -112,3 +115,191 @@ def snapshot(graph: ContextGraph) -> dict[str, object]:
                 rows = [(paths.get(r[0]), r[1], r[2]) for r in rows]
             out[name] = sorted(rows, key=repr)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Both engines (SPEC §15). A module opts in with ``pytestmark = pytest.mark.engines("sqlite",
+# "postgresql")``; its tests then take ``backend`` / ``db_url`` / ``new_db`` and run once per
+# engine. PostgreSQL runs in a throwaway cluster started once per session (initdb in a temp
+# folder, a free port on 127.0.0.1, trust auth, run as the ``postgres`` user when we are root);
+# every test gets a fresh database copied from a migrated template.
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "engines(*names): run the module's tests on these engines")
+    config.addinivalue_line("markers", "sqlite_only: a test of SQLite-specific behaviour")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("engines")
+    if marker is None or metafunc.definition.get_closest_marker("sqlite_only") is not None:
+        return  # the ``backend`` fixture defaults to SQLite
+    metafunc.parametrize("backend", list(marker.args), indirect=True, scope="function")
+
+
+class PgCluster:
+    """A PostgreSQL server of our own for the tests; databases made from a migrated template."""
+
+    TEMPLATE = "cg_template"
+
+    def __init__(self, bindir: Path, root: Path, port: int, run_as: list[str]) -> None:
+        self.bindir, self.root, self.port, self.run_as = bindir, root, port, run_as
+        self.counter = 0
+
+    def url(self, dbname: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}"
+
+    def admin(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+            conn.execute(sql)
+
+    def new_database(self) -> str:
+        self.counter += 1
+        name = f"cg_{os.getpid()}_{self.counter}"
+        self.admin(f'CREATE DATABASE "{name}" TEMPLATE {self.TEMPLATE}')
+        return name
+
+    def drop(self, name: str) -> None:
+        self.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _pg_bindir() -> Path | None:
+    import shutil
+    import subprocess
+
+    candidates: list[Path] = []
+    if os.environ.get("CONTEXTGRAPH_PG_BINDIR"):
+        candidates.append(Path(os.environ["CONTEXTGRAPH_PG_BINDIR"]))
+    if shutil.which("pg_config"):
+        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True)
+        if out.returncode == 0:
+            candidates.append(Path(out.stdout.strip()))
+    candidates += sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
+    for candidate in candidates:
+        if (candidate / "initdb").is_file() and (candidate / "pg_ctl").is_file():
+            return candidate
+    return None
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster | str]:
+    """The session's PostgreSQL cluster, or the one-line reason there is none."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        yield 'PostgreSQL tier skipped: psycopg is not installed (pip install -e ".[test]")'
+        return
+    bindir = _pg_bindir()
+    if bindir is None:
+        yield "PostgreSQL tier skipped: no PostgreSQL server binaries (initdb) on this machine"
+        return
+    root = Path(tempfile.mkdtemp(prefix="cg-pg-"))
+    run_as: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses root: the cluster belongs to the postgres user
+        import pwd
+
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            shutil.rmtree(root, ignore_errors=True)
+            yield "PostgreSQL tier skipped: running as root and there is no postgres user"
+            return
+        os.chown(root, user.pw_uid, user.pw_gid)
+        run_as = ["runuser", "-u", "postgres", "--"]
+    data = root / "data"
+    port = _free_port()
+    init = subprocess.run(
+        [*run_as, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]
+        + ["-E", "UTF8", "--locale=C.UTF-8", "--no-sync"],
+        capture_output=True,
+        text=True,
+    )
+    if init.returncode != 0:
+        shutil.rmtree(root, ignore_errors=True)
+        yield f"PostgreSQL tier skipped: initdb failed: {init.stderr.strip().splitlines()[-1:]}"
+        return
+    options = (
+        f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        " -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
+    )
+    start = subprocess.run(
+        [*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-o", options]
+        + ["-l", str(root / "server.log"), "-w", "-t", "60", "start"],
+        capture_output=True,
+        text=True,
+    )
+    if start.returncode != 0:
+        log = (root / "server.log").read_text(errors="replace")[-500:]
+        shutil.rmtree(root, ignore_errors=True)
+        yield f"PostgreSQL tier skipped: the server did not start: {log!r}"
+        return
+    cluster = PgCluster(bindir, root, port, run_as)
+    try:
+        cluster.admin(f"CREATE DATABASE {cluster.TEMPLATE}")
+        with ContextGraph.open(cluster.url(cluster.TEMPLATE)):
+            pass  # migrated to head; every test database is a copy
+        yield cluster
+    finally:
+        subprocess.run(
+            [*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+            capture_output=True,
+        )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    """The engine under test: ``sqlite`` or ``postgresql`` (see ``pytest_generate_tests``)."""
+    name = str(getattr(request, "param", "sqlite"))
+    if name == "postgresql":
+        cluster = request.getfixturevalue("pg_cluster")
+        if isinstance(cluster, str):
+            pytest.skip(cluster)
+    return name
+
+
+DbFactory = Callable[[str], str]
+
+
+@pytest.fixture
+def new_db(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[DbFactory]:
+    """Make a fresh, empty database on the engine under test: ``new_db("fresh")`` -> its URL."""
+    made: list[str] = []
+    cluster = request.getfixturevalue("pg_cluster") if backend == "postgresql" else None
+
+    def _new(name: str) -> str:
+        if isinstance(cluster, PgCluster):
+            dbname = cluster.new_database()
+            made.append(dbname)
+            return cluster.url(dbname)
+        return str(tmp_path / f"{name}.db")
+
+    yield _new
+    if isinstance(cluster, PgCluster):
+        from contextgraph.neighbourhood import Neighbourhoods
+
+        Neighbourhoods._states.clear()
+        for dbname in made:
+            cluster.drop(dbname)
+
+
+@pytest.fixture
+def db_url(new_db: DbFactory, backend: str, db_path: Path) -> str:
+    """The test's database on the engine under test (SQLite: the ``db_path`` file)."""
+    return str(db_path) if backend == "sqlite" else new_db("graph")
