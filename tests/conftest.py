@@ -274,29 +274,48 @@ def backend(request: pytest.FixtureRequest) -> str:
     return name
 
 
-DbFactory = Callable[[str], str]
+class DbFactory:
+    """Fresh, empty databases on one engine: ``new_db("fresh")`` gives a path or URL."""
+
+    def __init__(self, backend: str, tmp_path: Path, cluster: PgCluster | None) -> None:
+        self.backend, self.tmp_path, self.cluster = backend, tmp_path, cluster
+        self.made: list[str] = []
+        self.count = 0
+
+    def __call__(self, name: str) -> str:
+        self.count += 1
+        if self.cluster is not None:
+            dbname = self.cluster.new_database()
+            self.made.append(dbname)
+            return self.cluster.url(dbname)
+        return str(self.tmp_path / f"{name}-{self.count}.db")
+
+    def drop(self, url: str) -> None:
+        """Remove a database made here (its engines must be closed)."""
+        if self.cluster is not None:
+            dbname = url.rsplit("/", 1)[1]
+            self.cluster.drop(dbname)
+            self.made.remove(dbname)
+            return
+        for suffix in ("", "-wal", "-shm", ".sync.lock"):
+            Path(url + suffix).unlink(missing_ok=True)
+
+    def close(self) -> None:
+        if self.cluster is not None:
+            from contextgraph.neighbourhood import Neighbourhoods
+
+            Neighbourhoods._states.clear()
+            for dbname in self.made:
+                self.cluster.drop(dbname)
 
 
 @pytest.fixture
 def new_db(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[DbFactory]:
-    """Make a fresh, empty database on the engine under test: ``new_db("fresh")`` -> its URL."""
-    made: list[str] = []
+    """Make fresh, empty databases on the engine under test (see :class:`DbFactory`)."""
     cluster = request.getfixturevalue("pg_cluster") if backend == "postgresql" else None
-
-    def _new(name: str) -> str:
-        if isinstance(cluster, PgCluster):
-            dbname = cluster.new_database()
-            made.append(dbname)
-            return cluster.url(dbname)
-        return str(tmp_path / f"{name}.db")
-
-    yield _new
-    if isinstance(cluster, PgCluster):
-        from contextgraph.neighbourhood import Neighbourhoods
-
-        Neighbourhoods._states.clear()
-        for dbname in made:
-            cluster.drop(dbname)
+    factory = DbFactory(backend, tmp_path, cluster if isinstance(cluster, PgCluster) else None)
+    yield factory
+    factory.close()
 
 
 @pytest.fixture
