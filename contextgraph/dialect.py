@@ -28,10 +28,6 @@ from sqlalchemy.sql.functions import FunctionElement
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
 
-# Text search configuration on PostgreSQL: 'simple' lower-cases and never stems or drops a word,
-# so code tokens survive and English stopwords are left to the query builder (as on SQLite).
-TS_CONFIG = "simple"
-
 
 def name_of(bind: Connection | Engine | Dialect) -> str:
     """``sqlite`` or ``postgresql``: the engine behind ``bind``."""
@@ -244,7 +240,6 @@ def has_table(conn: Connection, table: str) -> bool:
 __all__ = [
     "POSTGRESQL",
     "SQLITE",
-    "TS_CONFIG",
     "Compiled",
     "greatest",
     "has_table",

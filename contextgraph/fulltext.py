@@ -1,16 +1,24 @@
-"""The full-text engine of each database, behind one shape (SPEC §9, §15).
+"""The full-text engine of each database behind one shape (SPEC §9, §15).
 
 :func:`contextgraph.ftsquery.build_match` turns what a user types into an FTS5 expression made
-only of double-quoted phrases, ``AND``/``OR``/``NOT`` and parentheses. SQLite runs it as it is.
-For PostgreSQL, :func:`tsquery` translates that same expression into a ``tsquery`` built in SQL
-from ``phraseto_tsquery`` calls joined with ``&&``/``||``/``!!``: every phrase is bound as a
-parameter and split into words by ``contextgraph_search_words()`` exactly as the documents are
-(migration 0002), so no input can be a syntax error and both engines match the same words.
+only of double-quoted phrases, ``AND``/``OR`` and parentheses. SQLite runs it as it is, ranked
+by FTS5's bm25 over the four indexed columns.
+
+For PostgreSQL, :func:`tsquery` translates the same expression into a ``tsquery`` built in SQL
+from ``phraseto_tsquery`` calls joined with ``&&``/``||``: every phrase is a bound parameter,
+split into words by ``contextgraph_search_words()`` and stemmed by the ``contextgraph`` text
+search configuration exactly as the documents are (migration 0003), so no input can be a syntax
+error and both engines match the same words. bm25's two ranking signals -- more of the words,
+rarer words -- are kept: the rank is the sum over the query's terms of the term's inverse
+document frequency (bm25's formula) times ``ts_rank_cd`` of the file for that term, with the
+four columns weighted as :data:`contextgraph.search.COLUMN_WEIGHTS` weighs them.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,139 +31,141 @@ from sqlalchemy import (
     func,
     literal,
     literal_column,
+    select,
     table,
 )
-from sqlalchemy.sql.elements import UnaryExpression
-from sqlalchemy.sql.operators import custom_op
 from sqlalchemy.sql.selectable import NamedFromClause
 
-from contextgraph.dialect import TS_CONFIG, is_postgresql
+from contextgraph.dialect import is_postgresql
 
+# The text search configuration of migration 0003: 'simple' words, English Porter-style stems
+# (Snowball), no stopwords dropped (the query builder handles those, as on SQLite).
+TS_CONFIG = "contextgraph"
 _SQLITE_FTS = table("files_fts", column("rowid"))
 _SQLITE_FTS_NAME: ColumnClause[Any] = literal_column("files_fts")
-# ts_rank_cd weights for labels {D, C, B, A}: a title (A) weighs twice the text (B), as the
-# bm25 column weights (2.0, 1.0) do on SQLite.
-_PG_WEIGHTS = "{0.1, 0.2, 0.5, 1.0}"
-_TOKEN = re.compile(r'"((?:[^"]|"")*)"|(\()|(\))|(AND|OR|NOT)\b|(\S)')
+# ts_rank_cd normalization 1: divide by 1 + log(length), bm25's damping of long documents.
+_PG_NORMALIZATION = 1
+_TOKEN = re.compile(r'"((?:[^"]|"")*)"|(\()|(\))|\b(AND|OR)\b|(\S)')
 
 
 @dataclass(frozen=True)
 class FullText:
-    """What a search query needs from the engine, for files alias ``f``.
+    """What a search needs from the engine for files alias ``f``.
 
-    ``rank`` is lower-is-better (bm25's sign), so callers rank by ``-rank × decay`` on both.
+    ``rank`` is lower-is-better on both engines (bm25's sign): a score is ``-rank × decay``.
     """
 
     joined: FromClause
     match: ColumnElement[bool]
     rank: ColumnElement[float]
-    snippet: ColumnElement[str]
 
 
-def full_text(conn: Connection, match: str, files: NamedFromClause) -> FullText:
-    """The full-text pieces of ``match`` (a :func:`build_match` expression) for ``files``."""
-    if is_postgresql(conn):
-        query = tsquery(match)
-        # Not a model column (migrations own it): named through the alias of ``files``.
-        vector: ColumnElement[Any] = literal_column(f"{files.name}.search_tsv")
+def full_text(
+    conn: Connection, match: str, files: NamedFromClause, weights: Sequence[float]
+) -> FullText:
+    """The full-text pieces of ``match`` (a :func:`build_match` expression) for ``files``.
+
+    ``weights`` are the column weights of title, text, search_meta and search_parts.
+    """
+    if not is_postgresql(conn):
         return FullText(
-            joined=files,
-            match=vector.op("@@")(query),
-            rank=-func.ts_rank_cd(literal_column(f"'{_PG_WEIGHTS}'::float4[]"), vector, query),
-            snippet=func.ts_headline(
-                literal_column(f"'{TS_CONFIG}'::regconfig"),
-                files.c.text,
-                query,
-                literal(
-                    "StartSel=[, StopSel=], MaxWords=16, MinWords=6, ShortWord=1, "
-                    'MaxFragments=1, FragmentDelimiter=" … "'
-                ),
-            ),
+            joined=_SQLITE_FTS.join(files, files.c.id == _SQLITE_FTS.c.rowid),
+            match=_SQLITE_FTS_NAME.op("MATCH")(literal(match)),
+            rank=func.bm25(_SQLITE_FTS_NAME, *weights),
         )
-    return FullText(
-        joined=_SQLITE_FTS.join(files, files.c.id == _SQLITE_FTS.c.rowid),
-        match=_SQLITE_FTS_NAME.op("MATCH")(literal(match)),
-        rank=func.bm25(_SQLITE_FTS_NAME, 2.0, 1.0),
-        snippet=func.snippet(_SQLITE_FTS_NAME, 1, "[", "]", "…", 16),
+    terms = top_level_terms(match)
+    query = _combine(terms, "&&" if _is_conjunction(match) else "||")
+    # Not a model column (migrations own it): named through the alias of ``files``.
+    vector: ColumnElement[Any] = literal_column(f"{files.name}.search_tsv")
+    idf = _idf(conn, terms)
+    array = _weights_array(weights)
+    rank: ColumnElement[float] = literal(0.0)
+    for term, weight in zip(terms, idf, strict=True):
+        rank = rank - literal(weight) * func.ts_rank_cd(array, vector, term, _PG_NORMALIZATION)
+    return FullText(joined=files, match=vector.op("@@")(query), rank=rank)
+
+
+def _weights_array(weights: Sequence[float]) -> ColumnElement[Any]:
+    title, text, meta, parts = (float(w) for w in weights)
+    top = max(title, text, meta, parts) or 1.0
+    # ts_rank_cd takes weights for labels {D, C, B, A} in (0, 1]: A title, B meta, C text, D parts.
+    values = ", ".join(f"{w / top:.6g}" for w in (parts, text, meta, title))
+    return literal_column(f"'{{{values}}}'::float4[]")
+
+
+def _idf(conn: Connection, terms: list[ColumnElement[Any]]) -> list[float]:
+    """bm25's inverse document frequency of each term: ln(1 + (N − n + 0.5) / (n + 0.5))."""
+    files = table("files", column("search_tsv"))
+    counts = [func.count().filter(files.c.search_tsv.op("@@")(t)) for t in terms]
+    row = conn.execute(select(func.count(), *counts).select_from(files)).one()
+    total = int(row[0])
+    return [math.log(1.0 + (total - int(n) + 0.5) / (int(n) + 0.5)) for n in row[1:]]
+
+
+def _phrase(text: str) -> ColumnElement[Any]:
+    return func.phraseto_tsquery(
+        literal_column(f"'{TS_CONFIG}'::regconfig"), func.contextgraph_search_words(text)
     )
 
 
-def tsquery(match: str) -> ColumnElement[Any]:
-    """Translate a :func:`build_match` FTS5 expression into a PostgreSQL ``tsquery`` expression.
-
-    Grammar (as FTS5 reads it): ``or := and ("OR" and)*``, ``and := not (["AND"] not)*``,
-    ``not := primary ("NOT" primary)*``, ``primary := phrase | "(" or ")"``.
-    """
-    tokens = _tokens(match)
-    pos = 0
-
-    def peek() -> tuple[str, str] | None:
-        return tokens[pos] if pos < len(tokens) else None
-
-    def take() -> tuple[str, str]:
-        nonlocal pos
-        pos += 1
-        return tokens[pos - 1]
-
-    def parse_or() -> ColumnElement[Any]:
-        left = parse_and()
-        while (tok := peek()) is not None and tok == ("op", "OR"):
-            take()
-            left = left.op("||")(parse_and())
-        return left
-
-    def parse_and() -> ColumnElement[Any]:
-        left = parse_not()
-        while (tok := peek()) is not None and tok not in (("op", "OR"), ("close", ")")):
-            if tok == ("op", "AND"):
-                take()
-            left = left.op("&&")(parse_not())
-        return left
-
-    def parse_not() -> ColumnElement[Any]:
-        left = parse_primary()
-        while (tok := peek()) is not None and tok == ("op", "NOT"):
-            take()
-            negated: ColumnElement[Any] = UnaryExpression(
-                parse_primary().self_group(), operator=custom_op("!!")
-            )
-            left = left.op("&&")(negated)
-        return left
-
-    def parse_primary() -> ColumnElement[Any]:
-        kind, value = take()
-        if kind == "open":
-            inner = parse_or()
-            if peek() == ("close", ")"):
-                take()
-            return inner.self_group()
-        if kind != "phrase":
-            raise ValueError(f"unexpected {value!r} in a search expression")
-        return func.phraseto_tsquery(
-            literal_column(f"'{TS_CONFIG}'::regconfig"), func.contextgraph_search_words(value)
-        )
-
-    result = parse_or()
-    if pos != len(tokens):
-        raise ValueError("trailing tokens in a search expression")
+def _combine(parts: list[ColumnElement[Any]], operator: str) -> ColumnElement[Any]:
+    result = parts[0]
+    for part in parts[1:]:
+        result = result.op(operator)(part)
     return result.self_group()
 
 
-def _tokens(match: str) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
+def _is_conjunction(match: str) -> bool:
+    return any(
+        kind == "op" and value == "AND" and depth == 0 for kind, value, depth in _tokens(match)
+    )
+
+
+def top_level_terms(match: str) -> list[ColumnElement[Any]]:
+    """The tsquery of each top-level term of a :func:`build_match` expression.
+
+    ``"a" OR ("b c" OR "bc")`` gives two terms: ``'a'`` and ``'b' <-> 'c' | 'bc'``.
+    """
+    tokens = _tokens(match)
+    terms: list[ColumnElement[Any]] = []
+    group: list[ColumnElement[Any]] = []
+    for kind, value, depth in tokens:
+        if kind == "phrase":
+            if depth == 0:
+                terms.append(_phrase(value))
+            else:
+                group.append(_phrase(value))
+        elif kind == "close" and depth == 0 and group:
+            terms.append(_combine(group, "||"))
+            group = []
+        elif kind == "op" and depth > 0 and value != "OR":
+            raise ValueError("a nested AND in a search expression")
+    if not terms:
+        raise ValueError("a search expression without terms")
+    return terms
+
+
+def _tokens(match: str) -> list[tuple[str, str, int]]:
+    """(kind, value, nesting depth outside the token) for each token of ``match``."""
+    out: list[tuple[str, str, int]] = []
+    depth = 0
     for m in _TOKEN.finditer(match):
         phrase, opened, closed, operator, other = m.groups()
         if phrase is not None:
-            out.append(("phrase", phrase.replace('""', '"')))
+            out.append(("phrase", phrase.replace('""', '"'), depth))
         elif opened:
-            out.append(("open", "("))
+            out.append(("open", "(", depth))
+            depth += 1
         elif closed:
-            out.append(("close", ")"))
+            depth -= 1
+            if depth < 0:
+                raise ValueError("unbalanced parentheses in a search expression")
+            out.append(("close", ")", depth))
         elif operator:
-            out.append(("op", operator))
+            out.append(("op", operator, depth))
         elif other:
             raise ValueError(f"unexpected {other!r} in a search expression")
     return out
 
 
-__all__ = ["FullText", "full_text", "tsquery"]
+__all__ = ["TS_CONFIG", "FullText", "full_text", "top_level_terms"]

@@ -70,6 +70,10 @@ class File(Base):
     last_accessed: Mapped[float | None] = mapped_column(Float)  # set only by read()
     text: Mapped[str | None] = mapped_column(LongText)
     facts: Mapped[str | None] = mapped_column(LongText)  # parsed code facts (JSON), code files only
+    # Indexed beside title and text (contextgraph.searchterms): what names the file, and the
+    # other spellings of its identifiers.
+    search_meta: Mapped[str | None] = mapped_column(LongText)
+    search_parts: Mapped[str | None] = mapped_column(LongText)
     concept_count: Mapped[int] = mapped_column(Integer, default=0)
     pairs: Mapped[int] = mapped_column(Integer, default=1)  # 0 when over max_concepts_per_file
     warning: Mapped[str | None] = mapped_column(Str)

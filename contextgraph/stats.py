@@ -101,7 +101,8 @@ SELECT
 _STALE_FTS = {
     "sqlite": "SELECT (SELECT count(*) FROM files_fts_docsize) - (SELECT count(*) FROM files)",
     "postgresql": "SELECT count(*) FROM files"
-    " WHERE search_tsv IS DISTINCT FROM contextgraph_search_vector(title, text)",
+    " WHERE search_tsv IS DISTINCT FROM"
+    " contextgraph_search_vector(title, text, search_meta, search_parts)",
 }
 
 

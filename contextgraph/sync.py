@@ -389,6 +389,8 @@ _FILE_COLUMNS = (
     "modified",
     "text",
     "facts",
+    "search_meta",
+    "search_parts",
     "concept_count",
     "pairs",
     "warning",
@@ -411,6 +413,7 @@ SQL_RENAME = _sql(
             size=bindparam("size"),
             mtime_ns=bindparam("mtime_ns"),
             modified=bindparam("modified"),
+            search_meta=bindparam("search_meta"),  # the path's words are indexed
         )
     )
 )
@@ -508,6 +511,7 @@ def _apply(
                     "size": op.prepared.size,
                     "mtime_ns": op.prepared.mtime_ns,
                     "modified": op.prepared.mtime_ns / 1e9,
+                    "search_meta": op.prepared.search_meta,
                 }
                 for op in by_action["rename"]
                 if op.old is not None and op.prepared is not None
@@ -589,6 +593,8 @@ def _file_values(p: Prepared, settings: Settings) -> dict[str, Any]:
         "modified": p.mtime_ns / 1e9,
         "text": p.text,
         "facts": p.facts,
+        "search_meta": p.search_meta,
+        "search_parts": p.search_parts,
         "concept_count": count,
         "pairs": 1 if count <= settings.max_concepts_per_file else 0,
         "warning": "; ".join(p.warnings) or None,

@@ -100,7 +100,7 @@ def snapshot(graph: ContextGraph) -> dict[str, object]:
         "relations": "SELECT a.kind, a.key, b.kind, b.key, r.type, r.weight, f.path"
         " FROM relations r JOIN entities a ON a.id = r.src_id JOIN entities b ON b.id = r.dst_id"
         " JOIN files f ON f.id = r.file_id",
-        "fts": "SELECT rowid, title, text FROM files_fts",
+        "fts": "SELECT rowid, title, text, search_meta, search_parts FROM files_fts",
     }
     if graph.engine.dialect.name == "postgresql":
         queries["fts"] = "SELECT id, search_tsv::text, NULL FROM files"
@@ -112,7 +112,7 @@ def snapshot(graph: ContextGraph) -> dict[str, object]:
                 rows = [(*sorted(r[:2]), r[2]) for r in rows]
             if name == "fts":
                 paths = dict(conn.execute(text("SELECT id, path FROM files")).all())
-                rows = [(paths.get(r[0]), r[1], r[2]) for r in rows]
+                rows = [(paths.get(r[0]), *r[1:]) for r in rows]
             out[name] = sorted(rows, key=repr)
     return out
 
@@ -224,9 +224,9 @@ def pg_cluster() -> Iterator[PgCluster | str]:
         run_as = ["runuser", "-u", "postgres", "--"]
     data = root / "data"
     port = _free_port()
+    initdb = [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]
     init = subprocess.run(
-        [*run_as, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]
-        + ["-E", "UTF8", "--locale=C.UTF-8", "--no-sync"],
+        [*run_as, *initdb, "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"],
         capture_output=True,
         text=True,
     )
@@ -238,9 +238,9 @@ def pg_cluster() -> Iterator[PgCluster | str]:
         f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
         " -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
     )
+    pg_ctl = [str(bindir / "pg_ctl"), "-D", str(data), "-o", options]
     start = subprocess.run(
-        [*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-o", options]
-        + ["-l", str(root / "server.log"), "-w", "-t", "60", "start"],
+        [*run_as, *pg_ctl, "-l", str(root / "server.log"), "-w", "-t", "60", "start"],
         capture_output=True,
         text=True,
     )

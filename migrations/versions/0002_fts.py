@@ -47,10 +47,12 @@ STATEMENTS = (
 # terms through the same function, so both sides always agree. 'simple' lower-cases only.
 # A tsvector holds at most 1 MB: a text too large for one is indexed without word positions
 # from its first 500,000 characters (phrases then match as all-of-the-words there).
+# Letters and digits are told apart by ICU where the server has it ("und-x-icu"), so the split
+# does not depend on the database's locale (a "C" database would otherwise split "café").
+PG_WORDS = """CREATE FUNCTION contextgraph_search_words(value text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT regexp_replace(coalesce(value, ''){collate}, '[^[:alnum:]]+', ' ', 'g') $$"""
 PG_STATEMENTS = (
-    """CREATE FUNCTION contextgraph_search_words(value text) RETURNS text
-        LANGUAGE sql IMMUTABLE PARALLEL SAFE
-        AS $$ SELECT regexp_replace(coalesce(value, ''), '[^[:alnum:]]+', ' ', 'g') $$""",
     """CREATE FUNCTION contextgraph_search_vector(title text, body text) RETURNS tsvector
         LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
     DECLARE
@@ -82,8 +84,16 @@ PG_STATEMENTS = (
 
 
 def upgrade() -> None:
-    dialect = op.get_bind().dialect.name
-    for statement in PG_STATEMENTS if dialect == "postgresql" else STATEMENTS:
+    bind = op.get_bind()
+    if bind.dialect.name == "postgresql":
+        icu = bind.exec_driver_sql(
+            "SELECT 1 FROM pg_collation WHERE collname = 'und-x-icu'"
+        ).first()
+        op.execute(PG_WORDS.format(collate=' COLLATE "und-x-icu"' if icu else ""))
+        for statement in PG_STATEMENTS:
+            op.execute(statement)
+        return
+    for statement in STATEMENTS:
         op.execute(statement)
 
 
