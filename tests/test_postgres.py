@@ -336,9 +336,7 @@ def test_a_populated_0002_store_upgrades_its_search_index(new_db: DbFactory) -> 
 # -- the doors ---------------------------------------------------------------------------------
 
 
-def test_every_command_takes_a_postgresql_url(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_every_command_takes_a_postgresql_url(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     runner = CliRunner()
     psycopg_url = db_url.replace("postgresql://", "postgresql+psycopg://")
     assert runner.invoke(cli, ["--db", psycopg_url, "sync", str(EXAMPLES / "vault")]).exit_code == 0
