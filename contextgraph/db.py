@@ -156,6 +156,16 @@ def _make_pg_engine(url: Any, *, busy_timeout_ms: int) -> Engine:
         connect_args={"application_name": "contextgraph", "connect_timeout": 10},
     )
 
+    @event.listens_for(engine, "handle_error")
+    def _on_error(context: Any) -> None:
+        # PostgreSQL text cannot hold NUL, so no stored name or text contains one (SQLite's do
+        # not either: a file with NUL bytes is refused as binary). Input with a NUL is a clear
+        # argument error here, never a driver traceback.
+        if "cannot contain NUL" in str(context.original_exception):
+            from contextgraph.errors import InvalidArgument
+
+            raise InvalidArgument("the text holds a NUL (0x00) character, which PostgreSQL refuses")
+
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         options = conn.get_execution_options()

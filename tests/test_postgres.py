@@ -374,3 +374,40 @@ def test_settings_and_busy_timeout_apply_on_postgresql(db_url: str) -> None:
         assert graph.stats()["engine"] == "postgresql"
     finally:
         graph.close()
+
+
+# -- hostile input ---------------------------------------------------------------------------
+
+
+def test_hostile_input_raises_only_our_errors_and_changes_nothing(
+    store: ContextGraph, vault: Path, write: Writer
+) -> None:
+    from test_hostile_input import PAYLOADS
+
+    from contextgraph import ContextGraphError
+
+    write("a.md", "[[Alpha]] [[Beta]] alpha beta words")
+    write("x/b.md", "[[Alpha]] [[Gamma]] gamma words")
+    store.sync([vault])
+    before = snapshot(store)
+    calls = {
+        "context": lambda p: store.build_context(p),
+        "expand": lambda p: store.expand([p]),
+        "search": lambda p: store.search(p),
+        "search-all": lambda p: store.search(p, all_words=True),
+        "read": lambda p: store.read(p),
+        "visualize": lambda p: store.visualize(p),
+    }
+    for name, payload in PAYLOADS.items():
+        for call, fn in calls.items():
+            try:
+                fn(payload)
+            except ContextGraphError:
+                pass
+            except Exception as exc:  # any other error is the bug this test looks for
+                pytest.fail(f"{call}({name}): {type(exc).__name__}: {exc}"[:300])
+    after = snapshot(store)
+    before.pop("files")
+    after.pop("files")  # read() of a payload naming a note may touch last_accessed only
+    assert after == before
+    assert store.doctor().ok
