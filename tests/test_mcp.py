@@ -21,7 +21,7 @@ import contextgraph
 from contextgraph import ContextGraph
 from contextgraph.mcp_server import create_server
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.engines("sqlite", "postgresql")]
 
 TOOLS = {"build_context", "expand", "sync", "search_memories", "read_memory", "visualize"}
 VAULT = EXAMPLES / "vault"
@@ -35,10 +35,10 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-async def client(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Client]:
-    """An in-process client on a server over ``db_path``, with the clock fixed at NOW."""
+async def client(db_url: str, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Client]:
+    """An in-process client on a server over ``db_url``, with the clock fixed at NOW."""
     monkeypatch.setenv("CONTEXTGRAPH_NOW", NOW)
-    async with Client(create_server(str(db_path))) as connected:
+    async with Client(create_server(db_url)) as connected:
         yield connected
 
 
@@ -210,15 +210,15 @@ async def test_expand_follows_code_references(client: Client, store: ContextGrap
 
 
 async def test_stdio_server_speaks_only_protocol_on_stdout(
-    tmp_path: Path, db_path: Path, store: ContextGraph
+    tmp_path: Path, db_url: str, store: ContextGraph
 ) -> None:
     store.sync([VAULT])
     repo = Path(contextgraph.__file__).resolve().parents[1]
     python_path = os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "contextgraph", "--db", str(db_path), "mcp"],
-        env={**os.environ, "CONTEXTGRAPH_DB": str(db_path), "PYTHONPATH": python_path},
+        args=["-m", "contextgraph", "--db", db_url, "mcp"],
+        env={**os.environ, "CONTEXTGRAPH_DB": db_url, "PYTHONPATH": python_path},
         cwd=str(tmp_path),
     )
     with (tmp_path / "stderr.txt").open("w") as errlog:
