@@ -156,6 +156,17 @@ def _make_pg_engine(url: Any, *, busy_timeout_ms: int) -> Engine:
         connect_args={"application_name": "contextgraph", "connect_timeout": 10},
     )
 
+    @event.listens_for(engine, "before_cursor_execute", retval=True)
+    def _driver_sql(
+        _conn: Any, _cursor: Any, statement: str, parameters: Any, context: Any, _many: bool
+    ) -> tuple[str, Any]:
+        # Driver-level text compiled for SQLite (sqlcore.driver_sql) runs as PostgreSQL's own.
+        if context is not None and context.compiled is None:
+            from contextgraph.dialect import translate
+
+            statement = translate(statement, "postgresql")
+        return statement, parameters
+
     @event.listens_for(engine, "handle_error")
     def _on_error(context: Any) -> None:
         # PostgreSQL text cannot hold NUL, so no stored name or text contains one (SQLite's do

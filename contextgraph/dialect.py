@@ -85,20 +85,6 @@ def upsert(
     return result
 
 
-def set_meta(conn: Connection, key: str, value: str) -> None:
-    """Insert or replace one ``meta`` row (inside the caller's write transaction)."""
-    from contextgraph.models import Meta, table_of
-
-    stmt = upsert(
-        table_of(Meta),
-        ["key"],
-        lambda _excluded: {"value": value},
-        dialect=name_of(conn),
-        values={"key": key, "value": value},
-    )
-    conn.execute(stmt)
-
-
 # -- functions ------------------------------------------------------------------------------
 # Each is a SQL construct that compiles to the engine's own spelling, so an expression built once
 # (decay weights, reference times) runs on either engine and SQLite's SQL stays what it was.
@@ -177,26 +163,39 @@ def total(value: Any, *, order_by: Any = None) -> ColumnElement[float]:
 # -- driver-level statements ----------------------------------------------------------------
 
 
-class Compiled:
-    """A Core statement compiled once per dialect for ``exec_driver_sql`` (bulk writes).
+# SQL text compiled for SQLite by contextgraph.sqlcore.driver_sql, with how to build it for
+# another engine: a PostgreSQL engine swaps the text for its own compilation just before it
+# reaches the cursor (db.py), so call sites keep running plain prepared strings.
+_DRIVER_SQL: dict[str, tuple[Callable[[str], Any], bool]] = {}
+_TRANSLATED: dict[tuple[str, str], str] = {}
+_registry_lock = threading.Lock()
 
-    Going through Core's per-row parameter processing costs more than the database itself on
-    a cold sync, so bulk writes run prepared strings with plain dicts.
-    """
 
-    def __init__(self, build: Callable[[str], Any]) -> None:
-        self._build = build
-        self._cache: dict[str, str] = {}
-        self._lock = threading.Lock()
+def compile_for(build: Callable[[str], Any], dialect: str, *, literal_binds: bool = False) -> str:
+    """Compile ``build(dialect)`` to the driver-level text of ``dialect`` (named parameters)."""
+    kwargs = {"literal_binds": True} if literal_binds else {}
+    return str(build(dialect).compile(dialect=_named_dialect(dialect), compile_kwargs=kwargs))
 
-    def sql(self, bind: Connection | Engine) -> str:
-        dialect = name_of(bind)
-        cached = self._cache.get(dialect)
-        if cached is None:
-            with self._lock:
-                cached = str(self._build(dialect).compile(dialect=_named_dialect(dialect)))
-                self._cache[dialect] = cached
+
+def remember(sqlite_text: str, build: Callable[[str], Any], literal_binds: bool) -> None:
+    """Record how to build the statement behind ``sqlite_text`` for another engine."""
+    with _registry_lock:
+        _DRIVER_SQL.setdefault(sqlite_text, (build, literal_binds))
+
+
+def translate(statement: str, dialect: str) -> str:
+    """The ``dialect`` text of a statement remembered under its SQLite text (else unchanged)."""
+    cached = _TRANSLATED.get((statement, dialect))
+    if cached is not None:
         return cached
+    entry = _DRIVER_SQL.get(statement)
+    if entry is None:
+        return statement
+    build, literal_binds = entry
+    text = compile_for(build, dialect, literal_binds=literal_binds)
+    with _registry_lock:
+        _TRANSLATED[(statement, dialect)] = text
+    return text
 
 
 def _named_dialect(name: str) -> Dialect:
@@ -240,7 +239,7 @@ def has_table(conn: Connection, table: str) -> bool:
 __all__ = [
     "POSTGRESQL",
     "SQLITE",
-    "Compiled",
+    "compile_for",
     "greatest",
     "has_table",
     "insert_ignore",
@@ -248,7 +247,8 @@ __all__ = [
     "least",
     "name_of",
     "qmark",
-    "set_meta",
+    "remember",
     "total",
+    "translate",
     "upsert",
 ]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import threading
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -33,33 +32,18 @@ from sqlalchemy import (
 )
 
 from contextgraph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
-from contextgraph.dialect import Compiled, set_meta
 from contextgraph.dialect import total as float_total
-from contextgraph.models import ConceptRelation, Entity, File, Mention, Meta, table_of
+from contextgraph.meta import graph_version
+from contextgraph.models import ConceptRelation, Entity, File, Mention, table_of
 from contextgraph.settings import Settings
+from contextgraph.sqlcore import driver_sql
 
 T_CREL = table_of(ConceptRelation)
 T_ENTITIES = table_of(Entity)
 T_MENTIONS = table_of(Mention)
 T_FILES = table_of(File)
-T_META = table_of(Meta)
 
-VERSION_KEY = "graph_version"
 MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
-
-
-def bump_version(conn: Connection) -> None:
-    """Invalidate every process's cache; call inside the transaction that changes the graph.
-
-    The version is a random token, not a counter: a database deleted and rebuilt at the same
-    path must never match a version cached from the old file.
-    """
-    set_meta(conn, VERSION_KEY, uuid.uuid4().hex)
-
-
-def _version(conn: Connection) -> str:
-    value = conn.execute(select(T_META.c.value).where(T_META.c.key == VERSION_KEY)).scalar()
-    return str(value) if value is not None else "0"
 
 
 @dataclass
@@ -93,7 +77,8 @@ class Neighbourhoods:
         self.conn = conn
         self.settings = settings
         self.now = now
-        key = (_version(conn), settings.decay_model, settings.grace_days, settings.half_life_days)
+        version = graph_version(conn)
+        key = (version, settings.decay_model, settings.grace_days, settings.half_life_days)
         url = str(engine.url)
         with self._lock:
             state = self._states.get(url)
@@ -122,9 +107,7 @@ class Neighbourhoods:
         cached = self.state.adjacency.get(cid)
         if cached is not None:
             return cached
-        out: dict[int, int] = dict(
-            self.conn.exec_driver_sql(_ADJACENCY_SQL.sql(self.conn), {"c": cid}).fetchall()
-        )
+        out: dict[int, int] = dict(self.conn.exec_driver_sql(_ADJACENCY_SQL, {"c": cid}).fetchall())
         self.state.adjacency[cid] = out
         self.state.edges += len(out)
         return out
@@ -216,12 +199,12 @@ def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
     return joined, m1, m2, f
 
 
-_ADJACENCY_SQL = Compiled(
-    lambda _d: union_all(
+_ADJACENCY_SQL = driver_sql(
+    union_all(
         select(T_CREL.c.b_id, T_CREL.c.count).where(T_CREL.c.a_id == bindparam("c")),
         select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == bindparam("c")),
     )
 )
 
 
-__all__ = ["Neighbourhoods", "Scored", "bump_version", "cooccurrences", "weighted_score"]
+__all__ = ["Neighbourhoods", "Scored", "cooccurrences", "weighted_score"]
