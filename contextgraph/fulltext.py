@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -75,9 +76,9 @@ def full_text(
         )
     terms = top_level_terms(match)
     query = _combine(terms, "&&" if _is_conjunction(match) else "||")
+    idf = _idf(conn, terms, _term_keys(match))
     # Not a model column (migrations own it): named through the alias of ``files``.
     vector: ColumnElement[Any] = literal_column(f"{files.name}.search_tsv")
-    idf = _idf(conn, terms)
     array = _weights_array(weights)
     rank: ColumnElement[float] = literal(0.0)
     for term, weight in zip(terms, idf, strict=True):
@@ -93,13 +94,48 @@ def _weights_array(weights: Sequence[float]) -> ColumnElement[Any]:
     return literal_column(f"'{{{values}}}'::float4[]")
 
 
-def _idf(conn: Connection, terms: list[ColumnElement[Any]]) -> list[float]:
+# (database, graph version, term) -> (files, files matching the term). Every write that
+# changes a file's text replaces the graph version (contextgraph.meta), so a count is reused only
+# while no file changed; a bounded, per-process cache like the neighbourhood one.
+_DF_CACHE: dict[tuple[str, str, str], tuple[int, int]] = {}
+_DF_CACHE_MAX = 50_000
+_df_lock = threading.Lock()
+
+
+def _idf(conn: Connection, terms: list[ColumnElement[Any]], keys: list[str]) -> list[float]:
     """bm25's inverse document frequency of each term: ln(1 + (N − n + 0.5) / (n + 0.5))."""
-    files = table("files", column("search_tsv"))
-    counts = [func.count().filter(files.c.search_tsv.op("@@")(t)) for t in terms]
-    row = conn.execute(select(func.count(), *counts).select_from(files)).one()
-    total = int(row[0])
-    return [math.log(1.0 + (total - int(n) + 0.5) / (int(n) + 0.5)) for n in row[1:]]
+    from contextgraph.meta import graph_version
+
+    version = (str(conn.engine.url), graph_version(conn))
+    found = {k: _DF_CACHE.get((*version, k)) for k in keys}
+    missing = [(k, t) for k, t in zip(keys, terms, strict=True) if found[k] is None]
+    if missing:
+        files = table("files", column("search_tsv"))
+        counts = [func.count().filter(files.c.search_tsv.op("@@")(t)) for _, t in missing]
+        row = conn.execute(select(func.count(), *counts).select_from(files)).one()
+        with _df_lock:
+            if len(_DF_CACHE) > _DF_CACHE_MAX:
+                _DF_CACHE.clear()
+            for (key, _), n in zip(missing, row[1:], strict=True):
+                found[key] = _DF_CACHE[(*version, key)] = (int(row[0]), int(n))
+    out = []
+    for key in keys:
+        total, n = found[key] or (0, 0)
+        out.append(math.log(1.0 + (total - n + 0.5) / (n + 0.5)))
+    return out
+
+
+def _term_keys(match: str) -> list[str]:
+    """One text per top-level term of ``match``, in :func:`top_level_terms` order."""
+    keys: list[str] = []
+    group: list[str] = []
+    for kind, value, depth in _tokens(match):
+        if kind == "phrase":
+            (group if depth else keys).append(value)
+        elif kind == "close" and depth == 0 and group:
+            keys.append("\x1f".join(group))
+            group = []
+    return keys
 
 
 def _phrase(text: str) -> ColumnElement[Any]:

@@ -311,9 +311,9 @@ def editor(vault: str, stop: Any, start: Any, out: str, seed: int, keep: int) ->
 # -- the checks --------------------------------------------------------------------------------
 
 
-def integrity(database: str) -> str:
+def integrity(database: str | Path) -> str:
     """``PRAGMA integrity_check`` through a plain sqlite3 connection (a server checks itself)."""
-    if "://" in database:
+    if "://" in str(database):
         return "not applicable (PostgreSQL)"  # the server checks its pages; doctor_ok the store
     conn = sqlite3.connect(database, timeout=60)
     try:

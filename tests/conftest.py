@@ -167,13 +167,19 @@ class PgCluster:
         self.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+# Read at import: the autouse fixture clears CONTEXTGRAPH_* before each test.
+# CONTEXTGRAPH_PG_BINDIR names the server binaries; CONTEXTGRAPH_TEST_POSTGRES=off skips the tier.
+_PG_BINDIR_ENV = os.environ.get("CONTEXTGRAPH_PG_BINDIR")
+_PG_TIER = os.environ.get("CONTEXTGRAPH_TEST_POSTGRES", "auto")
+
+
 def _pg_bindir() -> Path | None:
     import shutil
     import subprocess
 
     candidates: list[Path] = []
-    if os.environ.get("CONTEXTGRAPH_PG_BINDIR"):
-        candidates.append(Path(os.environ["CONTEXTGRAPH_PG_BINDIR"]))
+    if _PG_BINDIR_ENV:
+        candidates.append(Path(_PG_BINDIR_ENV))
     if shutil.which("pg_config"):
         out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True)
         if out.returncode == 0:
@@ -200,6 +206,9 @@ def pg_cluster() -> Iterator[PgCluster | str]:
     import subprocess
     import tempfile
 
+    if _PG_TIER == "off":
+        yield "PostgreSQL tier skipped: CONTEXTGRAPH_TEST_POSTGRES=off"
+        return
     try:
         import psycopg  # noqa: F401
     except ImportError:
