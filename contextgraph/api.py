@@ -7,16 +7,30 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
 from contextgraph import db
-from contextgraph.errors import InvalidArgument
+from contextgraph.errors import (
+    CorruptDatabase,
+    InvalidArgument,
+    ReadOnlyDatabase,
+    SourceError,
+)
 from contextgraph.settings import Settings, parse_datetime
-from contextgraph.sources import SourceInfo, list_sources, register
-from contextgraph.stats import DoctorReport, counts, database_bytes, doctor, engine_info
-from contextgraph.sync import Progress, SyncReport, run_sync
+from contextgraph.sources import SourceInfo, get_source, list_sources, register
+from contextgraph.stats import (
+    CommunityListing,
+    DoctorReport,
+    Revision,
+    Stats,
+    counts,
+    database_bytes,
+    doctor,
+    engine_info,
+)
+from contextgraph.sync import Progress, SyncReport, forget_source, run_sync
 
 if TYPE_CHECKING:  # the query modules load on first use: `contextgraph sync` never needs them
     from contextgraph.context import Context
@@ -58,16 +72,39 @@ class ContextGraph:
         *,
         settings: Settings | None = None,
         migrate: bool = True,
+        create: bool = True,
     ) -> ContextGraph:
-        """Open (creating and migrating as needed) the database at ``path_or_url``."""
+        """Open (creating and migrating as needed) the database at ``path_or_url``.
+
+        ``create=False`` refuses a database file that does not exist (and creates nothing).
+        A path is literal (``50%.db``); ``":memory:"`` is a private in-memory database. A
+        file this process may not write is opened read-only: reads work, writes are refused.
+        """
         chosen = settings or Settings.from_env()
         engine = db.make_engine(
             path_or_url if path_or_url is not None else default_database(),
             busy_timeout_ms=chosen.busy_timeout_ms,
+            create=create,
         )
-        if migrate:
-            db.upgrade(engine)
+        try:
+            if migrate:
+                db.upgrade(engine)
+        except BaseException:
+            engine.dispose()
+            raise
         return cls(engine, chosen)
+
+    @classmethod
+    def diagnose(
+        cls, path_or_url: str | os.PathLike[str] | None = None, *, settings: Settings | None = None
+    ) -> DoctorReport:
+        """Run :meth:`doctor` on an existing database, reporting a damaged file as a problem."""
+        try:
+            graph = cls.open(path_or_url, settings=settings, create=False)
+        except CorruptDatabase as exc:
+            return DoctorReport.damaged(str(exc))
+        with graph:
+            return graph.doctor()
 
     def close(self) -> None:
         """Release the database connections."""
@@ -88,6 +125,17 @@ class ContextGraph:
     def database_path(self) -> Path | None:
         return db.database_path(self.engine)
 
+    @property
+    def read_only(self) -> bool:
+        """Whether the database was opened read-only (reads work, writes are refused)."""
+        return db.is_read_only(self.engine)
+
+    def _writable(self, what: str) -> None:
+        if self.read_only:
+            raise ReadOnlyDatabase(
+                f"the database at {self.database_path} is read-only: cannot {what}"
+            )
+
     def _now(self, now: datetime | str | None) -> float:
         if isinstance(now, str):
             now = parse_datetime(now)
@@ -96,13 +144,27 @@ class ContextGraph:
     # -- sources and sync -------------------------------------------------------------------
 
     def add_source(self, root: str | os.PathLike[str], *, name: str | None = None) -> SourceInfo:
-        """Register a folder as a source (idempotent for the same folder)."""
-        return register(self.engine, Path(root), name)
+        """Register a folder as a source (idempotent for the same folder).
+
+        One folder is one source: a folder that already is a source under another name, or lies
+        inside or around one, is refused (:class:`SourceError` naming the existing source).
+        """
+        self._writable("register a source")
+        return register(self.engine, root, name)
 
     def sources(self) -> list[SourceInfo]:
         """Return the registered sources."""
         with db.read(self.engine) as conn:
             return list_sources(conn)
+
+    def remove_source(self, name: str) -> SyncReport:
+        """Forget the source ``name`` and everything derived from it (its files' concepts,
+        co-occurrences, code graph and search index); communities are recomputed as a sync
+        would. The folder itself is not touched."""
+        self._writable("remove a source")
+        with db.read(self.engine) as conn:
+            source = get_source(conn, clean(name))
+        return forget_source(self.engine, self.settings, source)
 
     def sync(
         self,
@@ -113,8 +175,13 @@ class ContextGraph:
         progress: Progress | None = None,
     ) -> SyncReport:
         """Sync ``paths`` (registering new ones), or every registered source when none given."""
-        if name is not None and len(paths) > 1:
-            raise InvalidArgument("--name applies to a single PATH")
+        if isinstance(paths, str | os.PathLike):
+            paths = [paths]
+        if name is not None and len(paths) != 1:
+            raise InvalidArgument("a source name applies to exactly one folder")
+        self._writable("sync")
+        if not paths and not self.sources():
+            raise SourceError("no sources registered: give a folder to sync")
         chosen = [self.add_source(p, name=name).name for p in paths]
         return run_sync(
             self.engine,
@@ -215,38 +282,79 @@ class ContextGraph:
         with db.read(self.engine) as conn:
             return visualize(conn, clean(concept), depth=depth, max_nodes=max_nodes)
 
-    def communities(self, *, rebuild: bool = False) -> dict[str, Any]:
+    def communities(self, *, rebuild: bool = False) -> CommunityListing:
         """The latest community run and every community (recomputed first with ``rebuild``)."""
         from contextgraph import communities
 
         if rebuild:
+            self._writable("recompute the communities")
             communities.recompute(self.engine, self.settings)
         with db.read(self.engine) as conn:
             run = communities.latest_run(conn)
             listed = communities.list_communities(conn)
-        return {
-            "run": None if run is None else run.as_dict(),
-            "communities": [c.as_dict() for c in listed],
-        }
+        return CommunityListing(run, tuple(listed))
 
     # -- housekeeping -----------------------------------------------------------------------
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Stats:
         """Counts, community summary, database size and the effective settings."""
         with db.read(self.engine) as conn:
-            out = counts(conn)
-            out.update(engine_info(conn))
+            totals = counts(conn)
+            engine = engine_info(conn)
             server_bytes = database_bytes(conn)
         path = self.database_path
-        out["database"] = str(path) if path else str(self.engine.url)
-        out["databaseBytes"] = sum(
-            p.stat().st_size for p in ([path, Path(f"{path}-wal")] if path else []) if p.exists()
-        ) + (server_bytes or 0)
-        out["schemaRevision"] = db.current_revision(self.engine)
-        out["settings"] = self.settings.as_dict()
-        return out
+        return Stats.from_counts(
+            totals,
+            database=str(path) if path else str(self.engine.url),
+            database_bytes=sum(
+                p.stat().st_size
+                for p in ([path, Path(f"{path}-wal")] if path else [])
+                if p.exists()
+            )
+            + (server_bytes or 0),
+            schema_revision=db.current_revision(self.engine),
+            settings=self.settings.as_dict(),
+            engine=engine,
+        )
 
     def doctor(self) -> DoctorReport:
-        """Check the file's integrity and recount co-occurrence from the mentions."""
-        with db.read(self.engine) as conn:
-            return doctor(conn)
+        """Check the file's integrity and recount co-occurrence from the mentions.
+
+        A damaged file is a diagnosis (a problem in the report), not an exception.
+        """
+        try:
+            with db.read(self.engine) as conn:
+                return doctor(conn)
+        except CorruptDatabase as exc:
+            return DoctorReport.damaged(str(exc))
+
+    # -- schema -----------------------------------------------------------------------------
+
+    def revision(self) -> str | None:
+        """The database's schema revision (None for a blank database)."""
+        return db.current_revision(self.engine)
+
+    def upgrade(self, revision: str = "head") -> str | None:
+        """Migrate the schema up to ``revision``; return the revision it is at afterwards."""
+        db.upgrade(self.engine, revision)
+        return db.current_revision(self.engine)
+
+    @staticmethod
+    def head() -> str:
+        """The newest schema revision this version of contextgraph knows."""
+        return db.SCHEMA_HEAD
+
+    @staticmethod
+    def history() -> list[Revision]:
+        """Every schema revision, oldest first."""
+        from alembic.script import ScriptDirectory
+
+        script = ScriptDirectory(str(db.migrations_dir()))
+        return [
+            Revision(
+                rev.revision,
+                rev.down_revision if isinstance(rev.down_revision, str) else None,
+                (rev.doc or "").strip(),
+            )
+            for rev in reversed(list(script.walk_revisions()))
+        ]

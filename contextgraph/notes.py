@@ -113,21 +113,28 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
     rows = list(conn.execute(base.where(T_FILES.c.path == rel).order_by(T_SOURCES.c.name)))
     if rows:
         return rows
-    # A title: the frontmatter title, else the file name without .md, case-insensitively.
+    # A title: the frontmatter title, else the file name without its extension (a note's or a
+    # code file's), case-insensitively; the LIKE only narrows the rows the exact test then sees.
     lowered = identifier.strip().lower()
-    stem = func.lower(func.replace(T_FILES.c.path, ".md", ""))
-    return list(
-        conn.execute(
-            base.where(
-                T_FILES.c.kind == "note",
-                or_(
-                    func.lower(T_FILES.c.title) == lowered,
-                    stem == lowered,
-                    stem.like("%/" + db.escape_like(lowered), escape="\\"),
-                ),
-            ).order_by(T_SOURCES.c.name, T_FILES.c.path)
-        )
+    titled = conn.execute(
+        base.where(
+            or_(
+                func.lower(T_FILES.c.title) == lowered,
+                func.lower(T_FILES.c.path).like("%" + db.escape_like(lowered) + "%", escape="\\"),
+            )
+        ).order_by(T_SOURCES.c.name, T_FILES.c.path)
     )
+    return [r for r in titled if _names_title(r, lowered)]
+
+
+def _names_title(row: Any, lowered: str) -> bool:
+    if row.title is not None and row.title.lower() == lowered:
+        return True
+    stem = str(PurePosixPath(row.path).with_suffix("")).lower()
+    return stem == lowered or stem.endswith("/" + lowered)
+
+
+MAX_LISTED = 10
 
 
 def read_note(
@@ -146,8 +153,11 @@ def read_note(
     if not rows:
         raise NotFound(f"no note matches {identifier[:200]!r}")
     if len(rows) > 1:
-        uris = ", ".join(file_uri(r.source, r.path) for r in rows[:5])
-        raise InvalidArgument(f"{identifier[:200]!r} is ambiguous: {uris}")
+        uris = ", ".join(file_uri(r.source, r.path) for r in rows[:MAX_LISTED])
+        more = f" and {len(rows) - MAX_LISTED} more" if len(rows) > MAX_LISTED else ""
+        raise InvalidArgument(
+            f"{identifier[:200]!r} is ambiguous: {len(rows)} files match: {uris}{more}"
+        )
     row = rows[0]
     content = _read_inside(Path(row.root), row.path, database)
     stamp = now if now is not None else time.time()
@@ -201,7 +211,7 @@ def _read_inside(root: Path, rel: str, database: Path | None) -> str:
         with open(target, "rb") as handle:
             data = handle.read()
     except FileNotFoundError as exc:
-        raise NotFound(f"{rel} is gone from disk; run `contextgraph sync`") from exc
+        raise NotFound(f"{rel} is gone from disk: sync its source again") from exc
     except OSError as exc:
         raise NotFound(f"{rel} cannot be read: {exc.strerror or exc}") from exc
     text = data.decode("utf-8", errors="replace")

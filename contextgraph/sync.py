@@ -16,21 +16,19 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, Engine, delete, select
 
 from contextgraph import db, meta
 from contextgraph.codesync import rebuild_code_graph
 from contextgraph.dialect import is_postgresql
 from contextgraph.errors import SyncInProgress
 from contextgraph.ingest import Job, Prepared, prepare
-from contextgraph.models import File, table_of
+from contextgraph.models import File, Source, table_of
 from contextgraph.scan import ScannedFile, scan
 from contextgraph.settings import Settings
 from contextgraph.sources import SourceInfo, list_sources
@@ -45,8 +43,10 @@ from contextgraph.syncstore import (
     Update,
     apply_ops,
 )
+from contextgraph.workers import process_pool
 
 T_FILES = table_of(File)
+T_SOURCES = table_of(Source)
 
 POOL_THRESHOLD = 400  # files to extract before a process pool pays for its start-up
 
@@ -67,6 +67,7 @@ class SyncReport:
     """What a sync did; ``as_dict`` gives the JSON shape the CLI prints."""
 
     sources: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # sources whose folder is gone
     scanned: int = 0
     added: int = 0
     updated: int = 0
@@ -88,6 +89,7 @@ class SyncReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "sources": self.sources,
+            "missingSources": self.missing,
             "files": {
                 "scanned": self.scanned,
                 "added": self.added,
@@ -184,6 +186,46 @@ def run_sync(
     return report
 
 
+def forget_source(engine: Engine, settings: Settings, source: SourceInfo) -> SyncReport:
+    """Remove ``source`` and everything derived from it, as a sync of an empty folder would.
+
+    Its files are retracted in the same short batches a sync uses (so co-occurrence counts and
+    orphaned concepts stay exact), its code graph is dropped, then the source row itself; the
+    communities are recomputed when the concept graph changed.
+    """
+    report = SyncReport(sources=[source.name])
+    started = time.perf_counter()
+    with lock_database(engine):
+        with db.read(engine) as conn:
+            ops: list[FileOp] = [
+                Delete(r.path, Existing(r.id, r.kind, r.size, r.mtime_ns, r.hash))
+                for r in conn.execute(
+                    select(
+                        T_FILES.c.id,
+                        T_FILES.c.path,
+                        T_FILES.c.kind,
+                        T_FILES.c.size,
+                        T_FILES.c.mtime_ns,
+                        T_FILES.c.hash,
+                    ).where(T_FILES.c.source_id == source.id)
+                )
+            ]
+        for start in range(0, len(ops), settings.batch_files):
+            _write_batch(
+                engine, settings, source, ops[start : start + settings.batch_files], report
+            )
+        rebuild_code_graph(engine, source.id)  # drops the packages only this source imported
+        with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
+            conn.execute(delete(T_SOURCES).where(T_SOURCES.c.id == source.id))
+            meta.clear_stale(conn, meta.code_graph(source.id))
+        if _is_stale(engine, meta.COMMUNITIES):
+            report.graph_changed = True
+            _recompute_communities(engine, settings, report)
+        _count(engine, report)
+    report.phases["total"] = time.perf_counter() - started
+    return report
+
+
 def _recompute_communities(engine: Engine, settings: Settings, report: SyncReport) -> None:
     # Not at module level: communities loads igraph (about 0.1 s), which only a sync that changed
     # the concept graph needs; every query command imports this module through the facade.
@@ -211,7 +253,8 @@ def _sync_source(
 ) -> None:
     t = time.perf_counter()
     if not source.root.is_dir():
-        report.failed.append(Problem(source.name, ".", "source folder is missing"))
+        report.failed.append(Problem(source.name, ".", f"source folder {source.root} is missing"))
+        report.missing.append(source.name)
         return
     scanned = scan(source.root, exclude=exclude)
     for path, reason in scanned.problems:
@@ -319,8 +362,7 @@ def _prepare_all(jobs: list[Job], settings: Settings) -> Iterable[Prepared]:
         for job in jobs:
             yield prepare(job)
         return
-    # spawn, not fork: no database connection (or lock) may cross into a child process.
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+    with process_pool(workers) as pool:  # its workers die with this process, however it ends
         yield from pool.map(prepare, jobs, chunksize=32)
 
 
@@ -357,4 +399,12 @@ def _count(engine: Engine, report: SyncReport) -> None:
         report.communities, report.modularity = totals["communities"], totals["modularity"]
 
 
-__all__ = ["Problem", "ScannedFile", "SyncReport", "lock_database", "run_sync", "sync_lock"]
+__all__ = [
+    "Problem",
+    "ScannedFile",
+    "SyncReport",
+    "forget_source",
+    "lock_database",
+    "run_sync",
+    "sync_lock",
+]
