@@ -153,7 +153,7 @@ def bench_communities(work: Path, edges: int) -> dict[str, Any]:
         t = time.perf_counter()
         communities.recompute(graph.engine, graph.settings)
         seconds = time.perf_counter() - t
-        run = graph.communities()["run"]
+        run = graph.communities().as_dict()["run"]
         return {
             "edges": count,
             "nodes": nodes,
@@ -239,7 +239,7 @@ def main() -> None:
     from contextgraph import ContextGraph
 
     with ContextGraph.open(db_file) as graph:
-        result["db_bytes"] = graph.stats()["databaseBytes"]
+        result["db_bytes"] = graph.stats().database_bytes
         names = sample_concepts(graph, args.queries)
         # First pass: every concept's neighbourhood is read from SQLite for the first time.
         # Second pass: the same questions again, answered with the process's neighbourhood
@@ -261,7 +261,7 @@ def main() -> None:
         t = time.perf_counter()
         communities.recompute(graph.engine, graph.settings)
         result["community_rebuild_s"] = round(time.perf_counter() - t, 3)
-        run = graph.communities()["run"]
+        run = graph.communities().as_dict()["run"]
         result["community_detection"] = {
             k: run[k] for k in ("algorithm", "seconds", "modularity", "nodeCount", "edgeCount")
         }

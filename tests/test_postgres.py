@@ -110,9 +110,11 @@ def test_a_waiting_sync_starts_when_the_holder_releases(
     assert report.concepts == 2
 
 
-def test_the_lock_is_per_database(new_db: DbFactory) -> None:
+def test_the_lock_is_per_database(new_db: DbFactory, vault: Path) -> None:
     one, two = new_db("one"), new_db("two")
     graph_one, graph_two = ContextGraph.open(one), ContextGraph.open(two)
+    graph_one.add_source(vault)
+    graph_two.add_source(vault)
     try:
         with lock_database(graph_one.engine):
             graph_two.sync(wait=False)  # another database: not blocked
@@ -276,7 +278,7 @@ def test_migrations_create_exactly_the_models_and_downgrade_cleanly(new_db: DbFa
     graph = ContextGraph.open(url)
     try:
         graph.sync([EXAMPLES / "vault"])
-        before = graph.stats()
+        before = graph.stats().as_dict()
         with graph.engine.connect() as conn:
             context = MigrationContext.configure(
                 conn,
@@ -285,7 +287,7 @@ def test_migrations_create_exactly_the_models_and_downgrade_cleanly(new_db: DbFa
             assert compare_metadata(context, Base.metadata) == []
         db.downgrade(graph.engine, "0001_core")  # data kept, full-text index dropped
         db.upgrade(graph.engine)
-        after = graph.stats()
+        after = graph.stats().as_dict()
         for key in ("files", "concepts", "relations", "entities"):
             assert after[key] == before[key], key
         assert graph.doctor().ok
@@ -371,7 +373,7 @@ def test_doctor_finds_a_search_index_out_of_step(store: ContextGraph, vault: Pat
 def test_settings_and_busy_timeout_apply_on_postgresql(db_url: str) -> None:
     graph = ContextGraph.open(db_url, settings=Settings(busy_timeout_ms=1))
     try:
-        assert graph.stats()["engine"] == "postgresql"
+        assert graph.stats().as_dict()["engine"] == "postgresql"
     finally:
         graph.close()
 
