@@ -17,6 +17,7 @@ from contextgraph.errors import (
     InvalidArgument,
     ReadOnlyDatabase,
     SourceError,
+    UnsafePath,
 )
 from contextgraph.settings import Settings, parse_datetime
 from contextgraph.sources import SourceInfo, get_source, list_sources, register
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # the query modules load on first use: `contextgraph sync` ne
     from contextgraph.expand import ExpandResult
     from contextgraph.notes import Note
     from contextgraph.search import SearchResult
+    from contextgraph.writing import Written
 
 
 def clean(text: str) -> str:
@@ -173,8 +175,14 @@ class ContextGraph:
         name: str | None = None,
         wait: bool = True,
         progress: Progress | None = None,
+        register: bool = True,
+        allow: Sequence[str | os.PathLike[str]] | None = None,
     ) -> SyncReport:
-        """Sync ``paths`` (registering new ones), or every registered source when none given."""
+        """Sync ``paths`` (registering new ones), or every registered source when none given.
+
+        ``register=False`` refuses a path that is not already a source; ``allow`` refuses to
+        register one outside the given folders (registered sources always re-sync).
+        """
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
         if name is not None and len(paths) != 1:
@@ -182,6 +190,8 @@ class ContextGraph:
         self._writable("sync")
         if not paths and not self.sources():
             raise SourceError("no sources registered: give a folder to sync")
+        if paths and (not register or allow is not None):
+            self._check_registration(paths, register=register, allow=allow or ())
         chosen = [self.add_source(p, name=name).name for p in paths]
         return run_sync(
             self.engine,
@@ -190,6 +200,27 @@ class ContextGraph:
             wait=wait,
             progress=progress,
         )
+
+    def _check_registration(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        register: bool,
+        allow: Sequence[str | os.PathLike[str]],
+    ) -> None:
+        known = {s.root.resolve() for s in self.sources()}
+        bounds = [Path(a).expanduser().resolve() for a in allow]
+        for path in paths:
+            resolved = Path(path).expanduser().resolve()
+            if resolved in known:
+                continue
+            if not register:
+                raise UnsafePath(f"{path} is not a registered source, and no new one may be added")
+            if not any(resolved == b or resolved.is_relative_to(b) for b in bounds):
+                listed = ", ".join(str(b) for b in bounds) or "(none)"
+                raise UnsafePath(
+                    f"{path} is outside the folders sources may be added from: {listed}"
+                )
 
     # -- questions --------------------------------------------------------------------------
 
@@ -293,6 +324,80 @@ class ContextGraph:
             run = communities.latest_run(conn)
             listed = communities.list_communities(conn)
         return CommunityListing(run, tuple(listed))
+
+    # -- writing (SPEC §14) -----------------------------------------------------------------
+
+    def write_note(
+        self,
+        path_or_title: str,
+        content: str,
+        *,
+        source: str | None = None,
+        overwrite: bool = False,
+        expected_hash: str | None = None,
+    ) -> Written:
+        """Create (or with ``overwrite`` replace) a note file and sync it at once."""
+        from contextgraph import writing
+
+        return writing.write_note(
+            self.engine,
+            self.settings,
+            clean(path_or_title),
+            clean(content),
+            source=None if source is None else clean(source),
+            overwrite=overwrite,
+            expected_hash=expected_hash,
+        )
+
+    def edit_note(
+        self,
+        identifier: str,
+        operation: str,
+        *,
+        content: str | None = None,
+        find: str | None = None,
+        replace: str | None = None,
+        count: int = 1,
+        heading: str | None = None,
+        expected_hash: str | None = None,
+    ) -> Written:
+        """Append, prepend, replace text or replace a section of a note; sync it at once."""
+        from contextgraph import writing
+
+        return writing.edit_note(
+            self.engine,
+            self.settings,
+            clean(identifier),
+            operation,
+            content=None if content is None else clean(content),
+            find=None if find is None else clean(find),
+            replace=None if replace is None else clean(replace),
+            count=count,
+            heading=None if heading is None else clean(heading),
+            expected_hash=expected_hash,
+        )
+
+    def move_note(
+        self, identifier: str, new_path: str, *, expected_hash: str | None = None
+    ) -> Written:
+        """Move a note within its source; the store records a rename."""
+        from contextgraph import writing
+
+        return writing.move_note(
+            self.engine,
+            self.settings,
+            clean(identifier),
+            clean(new_path),
+            expected_hash=expected_hash,
+        )
+
+    def delete_note(self, identifier: str, *, expected_hash: str | None = None) -> Written:
+        """Delete a note's file and retract it from the store."""
+        from contextgraph import writing
+
+        return writing.delete_note(
+            self.engine, self.settings, clean(identifier), expected_hash=expected_hash
+        )
 
     # -- housekeeping -----------------------------------------------------------------------
 

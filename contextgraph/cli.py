@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import click
 from sqlalchemy.exc import DBAPIError
 
+from contextgraph import limits
 from contextgraph.api import ContextGraph, default_database
 from contextgraph.errors import ContextGraphError
 from contextgraph.limits import (
@@ -422,12 +423,21 @@ def communities(ctx: click.Context, rebuild: bool, as_json: bool) -> None:
 
 
 @cli.command()
+@click.option("--read-only", is_flag=True, help="Offer no write tool; sync registers nothing.")
+@click.option(
+    "--allow",
+    "allow",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="A folder sync may register sources in (repeatable; default: any).",
+)
+@click.option("--watch", is_flag=True, help="Also keep every source in step as files change.")
 @click.pass_context
-def mcp(ctx: click.Context) -> None:
+def mcp(ctx: click.Context, read_only: bool, allow: tuple[str, ...], watch: bool) -> None:
     """Run the MCP server on stdio (for LLM clients)."""
     from contextgraph.mcp_server import serve
 
-    serve(_database(ctx))
+    serve(_database(ctx), read_only=read_only, allow=allow or None, watch=watch)
 
 
 @cli.command()
@@ -537,6 +547,225 @@ def sources_remove(ctx: click.Context, name: str, as_json: bool) -> None:
         f"removed source {name}: {report.deleted} files forgotten; {report.concepts} concepts, "
         f"{report.relations} relations left"
     )
+
+
+# -- writing and watching (SPEC §14) ---------------------------------------------------------
+
+_expected_hash_option = click.option(
+    "--expected-hash",
+    metavar="HASH",
+    default=None,
+    help="Refuse if the note's hash (from `read --json`) is no longer HASH.",
+)
+
+
+def _emit_written(written: Any, as_json: bool) -> None:
+    if as_json:
+        _emit(written.as_dict())
+        return
+    concepts = ", ".join(written.concepts) or "none"
+    moved = f" (was {written.previous_uri})" if written.previous_uri else ""
+    click.echo(f"{written.action} {written.uri}{moved}: hash {written.hash}, concepts: {concepts}")
+    for warning in written.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+@cli.command()
+@click.argument("path_or_title")
+@click.argument("stdin", required=False, metavar="[-]")
+@click.option("--content", default=None, help="The note's text.")
+@click.option(
+    "--file",
+    "from_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Read the note's text from this file.",
+)
+@click.option("--source", default=None, help="The source to write into (needed if several).")
+@click.option("--overwrite", is_flag=True, help="Replace the note if it exists.")
+@_expected_hash_option
+@_json_option
+@click.pass_context
+def write(
+    ctx: click.Context,
+    path_or_title: str,
+    stdin: str | None,
+    content: str | None,
+    from_file: str | None,
+    source: str | None,
+    overwrite: bool,
+    expected_hash: str | None,
+    as_json: bool,
+) -> None:
+    """Write a note (PATH ending in .md, memory:// URI or title) from --content, --file or -."""
+    given = [x is not None for x in (content, from_file, stdin)]
+    if stdin is not None and stdin != "-":
+        raise click.UsageError(f"unexpected argument {stdin!r}: use - to read stdin")
+    if sum(given) != 1:
+        raise click.UsageError("give exactly one of --content TEXT, --file F or - (stdin)")
+    if from_file is not None:
+        with open(from_file, "rb") as handle:
+            text = handle.read().decode("utf-8", errors="replace")
+    elif stdin is not None:
+        text = sys.stdin.read()
+    else:
+        text = content or ""
+    with _graph(ctx) as graph:
+        written = graph.write_note(
+            path_or_title, text, source=source, overwrite=overwrite, expected_hash=expected_hash
+        )
+    _emit_written(written, as_json)
+
+
+@cli.command()
+@click.argument("identifier", metavar="ID")
+@click.option("--append", default=None, metavar="TEXT", help="Add TEXT at the end.")
+@click.option("--prepend", default=None, metavar="TEXT", help="Add TEXT after the frontmatter.")
+@click.option("--find", default=None, metavar="X", help="Replace X (with --replace).")
+@click.option("--replace", default=None, metavar="Y", help="The text replacing --find.")
+@click.option(
+    "--count",
+    type=click.IntRange(limits.EDIT_COUNT.low, limits.EDIT_COUNT.high),
+    default=1,
+    show_default=True,
+    help="How many times --find must occur.",
+)
+@click.option("--section", default=None, metavar="HEADING", help="Replace this section's body.")
+@click.option("--content", default=None, metavar="TEXT", help="The new body for --section.")
+@_expected_hash_option
+@_json_option
+@click.pass_context
+def edit(
+    ctx: click.Context,
+    identifier: str,
+    append: str | None,
+    prepend: str | None,
+    find: str | None,
+    replace: str | None,
+    count: int,
+    section: str | None,
+    content: str | None,
+    expected_hash: str | None,
+    as_json: bool,
+) -> None:
+    """Edit note ID: --append, --prepend, --find/--replace or --section/--content."""
+    chosen = [
+        name
+        for name, value in (
+            ("--append", append),
+            ("--prepend", prepend),
+            ("--find", find),
+            ("--section", section),
+        )
+        if value is not None
+    ]
+    if len(chosen) != 1:
+        raise click.UsageError("give one of --append, --prepend, --find/--replace, --section")
+    if (find is None) != (replace is None):
+        raise click.UsageError("--find and --replace go together")
+    if (section is None) != (content is None):
+        raise click.UsageError("--section and --content go together")
+    operation, text = {
+        "--append": ("append", append),
+        "--prepend": ("prepend", prepend),
+        "--find": ("replace_text", None),
+        "--section": ("replace_section", content),
+    }[chosen[0]]
+    with _graph(ctx) as graph:
+        written = graph.edit_note(
+            identifier,
+            operation,
+            content=text,
+            find=find,
+            replace=replace,
+            count=count,
+            heading=section,
+            expected_hash=expected_hash,
+        )
+    _emit_written(written, as_json)
+
+
+@cli.command()
+@click.argument("identifier", metavar="ID")
+@click.argument("new_path")
+@_expected_hash_option
+@_json_option
+@click.pass_context
+def move(
+    ctx: click.Context, identifier: str, new_path: str, expected_hash: str | None, as_json: bool
+) -> None:
+    """Move note ID to NEW_PATH within its source (never over an existing file)."""
+    with _graph(ctx) as graph:
+        written = graph.move_note(identifier, new_path, expected_hash=expected_hash)
+    _emit_written(written, as_json)
+
+
+@cli.command()
+@click.argument("identifier", metavar="ID")
+@_expected_hash_option
+@_json_option
+@click.pass_context
+def delete(ctx: click.Context, identifier: str, expected_hash: str | None, as_json: bool) -> None:
+    """Delete note ID's file and retract it from the graph."""
+    with _graph(ctx) as graph:
+        written = graph.delete_note(identifier, expected_hash=expected_hash)
+    _emit_written(written, as_json)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(file_okay=False))
+@click.option("--name", help="Source name for a single new PATH (default: the folder's name).")
+@click.option(
+    "--debounce-ms",
+    type=click.IntRange(100, 60_000),
+    default=1600,
+    show_default=True,
+    help="Longest wait to gather a burst of changes into one batch.",
+)
+@click.pass_context
+def watch(ctx: click.Context, paths: tuple[str, ...], name: str | None, debounce_ms: int) -> None:
+    """Keep every registered source (and new PATHs) in step as files change, until stopped."""
+    import signal
+    import threading
+
+    from contextgraph.watch import Batch, Watcher
+
+    if name is not None and len(paths) != 1:
+        raise click.UsageError("--name needs exactly one PATH")
+
+    def on_batch(batch: Batch) -> None:
+        files = batch.report.as_dict()["files"]
+        changed = ", ".join(
+            f"{files[k]} {k}" for k in ("added", "updated", "deleted", "renamed") if files[k]
+        )
+        seconds = batch.report.phases.get("total", 0.0)
+        click.echo(f"synced {batch.source}: {changed or 'nothing changed'} ({seconds:.2f}s)")
+
+    stop = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        received.append(signum)
+        stop.set()
+
+    with _graph(ctx, create=bool(paths)) as graph:
+        for path in paths:
+            graph.add_source(path, name=name)
+        if not graph.sources():
+            raise click.ClickException("no sources registered: give a PATH to watch")
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            Watcher(
+                graph,
+                debounce_ms=debounce_ms,
+                on_batch=on_batch,
+                on_state=lambda message: click.echo(message, err=True),
+            ).run(stop)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    click.echo("stopped", err=True)
+    if signal.SIGINT in received:
+        ctx.exit(130)
 
 
 def main() -> None:

@@ -37,3 +37,7 @@ class ReadOnlyDatabase(DatabaseError):
 
 class CorruptDatabase(DatabaseError):
     """The database file is damaged or is not an SQLite database at all."""
+
+
+class Conflict(ContextGraphError):
+    """A write would clobber a file that exists or changed since the caller read it."""

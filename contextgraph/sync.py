@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import threading
 import time
 from collections import defaultdict
@@ -26,12 +27,13 @@ from sqlalchemy import Connection, Engine, delete, select
 from contextgraph import db, meta
 from contextgraph.codesync import rebuild_code_graph
 from contextgraph.dialect import is_postgresql
-from contextgraph.errors import SyncInProgress
+from contextgraph.errors import NotFound, SyncInProgress
 from contextgraph.ingest import Job, Prepared, prepare
 from contextgraph.models import File, Source, table_of
-from contextgraph.scan import ScannedFile, scan
+from contextgraph.scan import SKIPPED_DIRS, ScannedFile, file_kind, scan
 from contextgraph.settings import Settings
 from contextgraph.sources import SourceInfo, list_sources
+from contextgraph.sqlcore import chunked
 from contextgraph.stats import counts
 from contextgraph.syncstore import (
     Delete,
@@ -171,17 +173,56 @@ def run_sync(
         for source in chosen:
             report.sources.append(source.name)
             _sync_source(engine, settings, source, exclude, report, progress)
-        t = time.perf_counter()
-        for source in registered:
-            if _is_stale(engine, meta.code_graph(source.id)):
-                rebuild_code_graph(engine, source.id)
-        report.phases["codegraph"] = time.perf_counter() - t
-        t = time.perf_counter()
-        if _is_stale(engine, meta.COMMUNITIES):
-            report.graph_changed = True
-            _recompute_communities(engine, settings, report)
-        report.phases["communities"] = time.perf_counter() - t
-        _count(engine, report)
+        _finish(engine, settings, registered, report)
+    report.phases["total"] = time.perf_counter() - started
+    return report
+
+
+def sync_paths(
+    engine: Engine,
+    settings: Settings,
+    source: str,
+    paths: Iterable[str],
+    *,
+    wait: bool = True,
+    locked: bool = False,
+    reread: bool = False,
+) -> SyncReport:
+    """Sync only ``paths`` (source-relative, files or folders) of one source, as ``run_sync`` would.
+
+    The store ends as a full sync would leave it for those paths: a path gone from disk is
+    retracted, a path that is new or changed is read, and a file that moved between two given
+    paths is a rename (it keeps ``last_accessed``). A folder among the paths, or a path through
+    a symlinked folder, is synced by a full sync of the source, since only a walk decides which
+    of its aliases the store holds. Pass ``locked=True`` when the caller already holds
+    :func:`sync_lock` (a writer that must change the file and sync it in one critical section),
+    and ``reread=True`` when it knows the files changed: two writes within one tick of the file
+    system's clock can leave size and mtime alike, so the stat shortcut is skipped (the hash
+    still is compared).
+    """
+    if not locked:
+        with lock_database(engine, wait=wait):
+            return sync_paths(engine, settings, source, paths, locked=True, reread=reread)
+    report = SyncReport()
+    started = time.perf_counter()
+    with db.read(engine) as conn:
+        registered = list_sources(conn)
+    found = [s for s in registered if s.name == source]
+    if not found:
+        raise NotFound(f"no source named {source!r}")
+    info = found[0]
+    report.sources.append(info.name)
+    exclude = _database_files(db.database_path(engine))
+    picked = _pick(info, sorted(set(paths)), exclude)
+    if picked is None:
+        _sync_source(engine, settings, info, exclude, report, None)
+    else:
+        files, asked = picked
+        report.scanned += len(files)
+        with db.read(engine) as conn:
+            existing = _existing(conn, info.id, asked)
+        _reconcile(engine, settings, info, files, existing, report, None, reread=reread)
+    _finish(engine, settings, [info], report)
     report.phases["total"] = time.perf_counter() - started
     return report
 
@@ -218,12 +259,94 @@ def forget_source(engine: Engine, settings: Settings, source: SourceInfo) -> Syn
         with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
             conn.execute(delete(T_SOURCES).where(T_SOURCES.c.id == source.id))
             meta.clear_stale(conn, meta.code_graph(source.id))
-        if _is_stale(engine, meta.COMMUNITIES):
-            report.graph_changed = True
-            _recompute_communities(engine, settings, report)
-        _count(engine, report)
+        _finish(engine, settings, [], report)
     report.phases["total"] = time.perf_counter() - started
     return report
+
+
+def _pick(
+    source: SourceInfo, paths: list[str], exclude: list[Path]
+) -> tuple[list[ScannedFile], list[str]] | None:
+    """The files among ``paths`` a full scan would take, and every path asked about.
+
+    None when a full sync is needed instead (a folder, or a symlinked folder on the way).
+    """
+    real_root = os.path.realpath(source.root)
+    excluded = {os.path.realpath(p) for p in exclude}
+    files: list[ScannedFile] = []
+    for rel in paths:
+        abspath = os.path.join(real_root, rel)
+        parent = os.path.dirname(rel)
+        folder = os.path.dirname(abspath)
+        expected = os.path.join(real_root, parent).rstrip(os.sep)
+        if os.path.isdir(abspath) or (
+            os.path.lexists(folder) and os.path.realpath(folder) != expected
+        ):
+            return None
+        kind = file_kind(os.path.basename(rel))
+        if kind is None and not os.path.lexists(abspath):
+            return None  # perhaps a folder that was deleted or moved away: walk the source
+        if not _scannable(real_root, rel) or os.path.realpath(abspath) in excluded:
+            continue
+        try:
+            target = os.path.realpath(abspath)
+            st = os.stat(abspath)
+        except OSError:
+            continue  # gone (or a dangling link): retracted below if the store has it
+        if kind is None or not stat.S_ISREG(st.st_mode):
+            continue
+        if not (target == real_root or target.startswith(real_root + os.sep)):
+            continue  # a link out of the source: never followed
+        files.append(ScannedFile(rel, abspath, kind, st.st_size, st.st_mtime_ns))
+    return files, paths
+
+
+def _scannable(real_root: str, rel: str) -> bool:
+    """Whether the walk of :func:`scan` would enter every folder on the way to ``rel``."""
+    parts = rel.split("/")
+    if any(p.startswith(".") or not p for p in parts):
+        return False
+    folders = parts[:-1]
+    for i, name in enumerate(folders):
+        if name in SKIPPED_DIRS:
+            return False
+        if os.path.exists(os.path.join(real_root, *folders[: i + 1], "pyvenv.cfg")):
+            return False
+    return True
+
+
+def _existing(conn: Connection, source_id: int, paths: list[str]) -> dict[str, Existing]:
+    out: dict[str, Existing] = {}
+    for chunk in chunked(paths):
+        for r in conn.execute(
+            select(
+                T_FILES.c.id,
+                T_FILES.c.path,
+                T_FILES.c.kind,
+                T_FILES.c.size,
+                T_FILES.c.mtime_ns,
+                T_FILES.c.hash,
+            ).where(T_FILES.c.source_id == source_id, T_FILES.c.path.in_(chunk))
+        ):
+            out[r.path] = Existing(r.id, r.kind, r.size, r.mtime_ns, r.hash)
+    return out
+
+
+def _finish(
+    engine: Engine, settings: Settings, sources: list[SourceInfo], report: SyncReport
+) -> None:
+    """Recompute what the file phase marked stale (code graphs, communities); count."""
+    t = time.perf_counter()
+    for source in sources:
+        if _is_stale(engine, meta.code_graph(source.id)):
+            rebuild_code_graph(engine, source.id)
+    report.phases["codegraph"] = time.perf_counter() - t
+    t = time.perf_counter()
+    if _is_stale(engine, meta.COMMUNITIES):
+        report.graph_changed = True
+        _recompute_communities(engine, settings, report)
+    report.phases["communities"] = time.perf_counter() - t
+    _count(engine, report)
 
 
 def _recompute_communities(engine: Engine, settings: Settings, report: SyncReport) -> None:
@@ -275,13 +398,33 @@ def _sync_source(
             )
         }
     report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t
+    _reconcile(engine, settings, source, scanned.files, existing, report, progress)
 
+
+def _reconcile(
+    engine: Engine,
+    settings: Settings,
+    source: SourceInfo,
+    files: list[ScannedFile],
+    existing: dict[str, Existing],
+    report: SyncReport,
+    progress: Progress | None,
+    *,
+    reread: bool = False,
+) -> None:
+    """Move the store from ``existing`` to ``files``: what is in the first only is gone."""
     jobs: list[Job] = []
     present: set[str] = set()
-    for f in scanned.files:
+    for f in files:
         present.add(f.path)
         old = existing.get(f.path)
-        if old and old.size == f.size and old.mtime_ns == f.mtime_ns and old.kind == f.kind:
+        if (
+            old
+            and not reread
+            and old.size == f.size
+            and old.mtime_ns == f.mtime_ns
+            and old.kind == f.kind
+        ):
             report.unchanged += 1
             continue
         known = old.hash if old and old.kind == f.kind else None
@@ -407,4 +550,5 @@ __all__ = [
     "lock_database",
     "run_sync",
     "sync_lock",
+    "sync_paths",
 ]
