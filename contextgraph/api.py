@@ -21,7 +21,16 @@ from contextgraph.errors import (
 )
 from contextgraph.settings import Settings, parse_datetime
 from contextgraph.sources import SourceInfo, get_source, list_sources, register
-from contextgraph.stats import CommunityListing, DoctorReport, Revision, Stats, counts, doctor
+from contextgraph.stats import (
+    CommunityListing,
+    DoctorReport,
+    Revision,
+    Stats,
+    counts,
+    database_bytes,
+    doctor,
+    engine_info,
+)
 from contextgraph.sync import Progress, SyncReport, forget_source, run_sync
 
 if TYPE_CHECKING:  # the query modules load on first use: `contextgraph sync` never needs them
@@ -422,6 +431,8 @@ class ContextGraph:
         """Counts, community summary, database size and the effective settings."""
         with db.read(self.engine) as conn:
             totals = counts(conn)
+            engine = engine_info(conn)
+            server_bytes = database_bytes(conn)
         path = self.database_path
         return Stats.from_counts(
             totals,
@@ -430,9 +441,11 @@ class ContextGraph:
                 p.stat().st_size
                 for p in ([path, Path(f"{path}-wal")] if path else [])
                 if p.exists()
-            ),
+            )
+            + (server_bytes or 0),
             schema_revision=db.current_revision(self.engine),
             settings=self.settings.as_dict(),
+            engine=engine,
         )
 
     def doctor(self) -> DoctorReport:

@@ -85,10 +85,10 @@ def rebuild_code_graph(engine: Engine, source_id: int) -> None:
         if entity_rows:
             conn.execute(insert(T_ENTITIES), entity_rows)
         if packages:
-            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+            from contextgraph.dialect import insert_ignore, name_of
 
             conn.execute(
-                sqlite_insert(T_ENTITIES).on_conflict_do_nothing(index_elements=["kind", "key"]),
+                insert_ignore(T_ENTITIES, ["kind", "key"], dialect=name_of(conn)),
                 [
                     {"kind": "package", "key": p.key, "name": p.name, "name_lower": p.name.lower()}
                     for p in packages

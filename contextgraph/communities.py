@@ -38,6 +38,8 @@ from sqlalchemy import (
 )
 
 from contextgraph import db, meta
+from contextgraph.dialect import greatest
+from contextgraph.dialect import total as float_total
 from contextgraph.models import Community, CommunityRun, ConceptRelation, Entity, table_of
 from contextgraph.partition import assign_stable_ids, check_arguments, partition
 from contextgraph.settings import Settings
@@ -118,7 +120,7 @@ _CONCEPTS_SQL = driver_sql(
 _RELATIONS_SQL = driver_sql(select(T_CREL.c.a_id, T_CREL.c.b_id, T_CREL.c.count))
 _LAST_RUN = select(func.coalesce(func.max(T_RUNS.c.id), 0))
 _HIGHEST_ID = select(
-    func.max(
+    greatest(
         func.coalesce(select(func.max(T_COMMUNITIES.c.id)).scalar_subquery(), 0),
         func.coalesce(select(func.max(T_ENTITIES.c.community_id)).scalar_subquery(), 0),
     )
@@ -129,7 +131,7 @@ def _fingerprint(conn: Connection) -> tuple[int, int, int, float]:
     concepts, id_sum = conn.execute(
         select(func.count(), func.coalesce(func.sum(T_ENTITIES.c.id), 0)).where(_IS_CONCEPT)
     ).one()
-    relations, weight = conn.execute(select(func.count(), func.total(T_CREL.c.count))).one()
+    relations, weight = conn.execute(select(func.count(), float_total(T_CREL.c.count))).one()
     return int(concepts), int(id_sum), int(relations), float(weight)
 
 

@@ -4,6 +4,14 @@ Every transaction that may write starts with ``BEGIN IMMEDIATE``: a deferred tra
 and then writes fails at once with "database is locked" when another writer holds the lock, whatever
 the busy timeout, because SQLite cannot upgrade it without risking a deadlock. Read transactions
 use a plain deferred ``BEGIN`` so they see one snapshot and never block writers (WAL mode).
+
+On PostgreSQL the same two kinds of transaction exist: a write transaction first takes a
+transaction-level advisory lock (writers run one at a time, as SQLite's do, so no two of our
+writers can deadlock or see each other's half-done batches), and a read transaction is
+``REPEATABLE READ READ ONLY`` (one snapshot, never blocking a writer). Serialization failures and
+deadlocks (from other clients of the server) are retried by :func:`run_write`. One sync per
+database is a session-level advisory lock (:func:`sync_lock`), freed by the server when the
+session ends however the process died.
 """
 
 from __future__ import annotations
@@ -86,8 +94,8 @@ def is_memory(url: URL) -> bool:
 
 
 def database_path(engine: Engine) -> Path | None:
-    """Return the database file of a file-backed SQLite engine (None for in-memory)."""
-    if is_memory(engine.url):
+    """Return the database file of a file-backed SQLite engine (None for in-memory or a server)."""
+    if engine.url.get_backend_name() != "sqlite" or is_memory(engine.url):
         return None
     name = engine.url.database or ""
     if engine.url.query.get("uri") == "true" and name.startswith("file:"):
@@ -126,8 +134,12 @@ def make_engine(
     this process cannot write is opened read-only: every read works, every write is refused.
     """
     url = path_or_url if isinstance(path_or_url, URL) else database_url(path_or_url)
+    if url.get_backend_name() == "postgresql":
+        return _make_pg_engine(url, busy_timeout_ms=busy_timeout_ms)
     if url.get_backend_name() != "sqlite":
-        raise DatabaseError(f"only SQLite databases are supported, not {url.get_backend_name()}")
+        raise DatabaseError(
+            f"only SQLite and PostgreSQL databases are supported, not {url.get_backend_name()}"
+        )
     memory = is_memory(url)
     if not memory and url.query.get("uri") != "true":
         path = Path(url.database or "")
@@ -180,6 +192,131 @@ def make_engine(
     return engine
 
 
+# Advisory lock keys (any 64-bit numbers; these spell "cg-write" and "cg-sync").
+WRITE_LOCK_KEY = 0x63672D7772697465
+SYNC_LOCK_KEY = 0x63672D73796E63
+# SQLSTATEs a writer retries: serialization_failure, deadlock_detected.
+_RETRY_SQLSTATES = frozenset({"40001", "40P01"})
+# Connections per process: an MCP server's threads plus a sync (its lock session is separate).
+PG_POOL_SIZE = 5
+PG_MAX_OVERFLOW = 10
+
+
+def _make_pg_engine(url: Any, *, busy_timeout_ms: int) -> Engine:
+    """An engine on a PostgreSQL server through psycopg 3, with our two transaction kinds."""
+    if url.get_driver_name() not in ("psycopg", "psycopg2", ""):
+        raise DatabaseError(f"PostgreSQL is reached through psycopg 3, not {url.get_driver_name()}")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError as exc:
+        raise DatabaseError(
+            'PostgreSQL needs psycopg 3: pip install "contextgraph[postgres]"'
+        ) from exc
+    url = url.set(drivername="postgresql+psycopg")
+    engine = create_engine(
+        url,
+        pool_size=PG_POOL_SIZE,
+        max_overflow=PG_MAX_OVERFLOW,
+        pool_timeout=max(30.0, busy_timeout_ms / 1000),
+        pool_pre_ping=True,
+        connect_args={"application_name": "contextgraph", "connect_timeout": 10},
+    )
+
+    @event.listens_for(engine, "before_cursor_execute", retval=True)
+    def _driver_sql(
+        _conn: Any, _cursor: Any, statement: str, parameters: Any, context: Any, _many: bool
+    ) -> tuple[str, Any]:
+        # Driver-level text compiled for SQLite (sqlcore.driver_sql) runs as PostgreSQL's own.
+        if context is not None and context.compiled is None:
+            from contextgraph.dialect import translate
+
+            statement = translate(statement, "postgresql")
+        return statement, parameters
+
+    @event.listens_for(engine, "handle_error")
+    def _on_error(context: Any) -> None:
+        # PostgreSQL text cannot hold NUL, so no stored name or text contains one (SQLite's do
+        # not either: a file with NUL bytes is refused as binary). Input with a NUL is a clear
+        # argument error here, never a driver traceback.
+        if "cannot contain NUL" in str(context.original_exception):
+            from contextgraph.errors import InvalidArgument
+
+            raise InvalidArgument("the text holds a NUL (0x00) character, which PostgreSQL refuses")
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        options = conn.get_execution_options()
+        if options.get("contextgraph_write", False):
+            wait_ms = int(float(options.get("contextgraph_wait", 120.0)) * 1000)
+            conn.exec_driver_sql(f"SET LOCAL lock_timeout = {max(1, wait_ms)}")
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")
+            conn.exec_driver_sql("SET LOCAL lock_timeout = 0")
+        else:
+            conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+
+    _engines.add(engine)
+    return engine
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    orig = getattr(exc, "orig", exc)
+    state = getattr(orig, "sqlstate", None)
+    return None if state is None else str(state)
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """True for a PostgreSQL serialization failure or deadlock: retrying the transaction helps."""
+    return _sqlstate(exc) in _RETRY_SQLSTATES
+
+
+def run_write(engine: Engine, fn: Any, *, retry_seconds: float = 120.0) -> Any:
+    """Run ``fn(conn)`` in a write transaction, retrying it on serialization failures/deadlocks.
+
+    On SQLite this is exactly one :func:`write` (its writers never deadlock). ``fn`` must have
+    no side effects outside the transaction, since it may run more than once.
+    """
+    start = time.monotonic()
+    delay = 0.01
+    while True:
+        try:
+            with write(engine, retry_seconds=retry_seconds) as conn:
+                return fn(conn)
+        except (OperationalError, DBAPIError) as exc:
+            if not is_retryable(exc) or time.monotonic() - start > retry_seconds:
+                raise
+            log.info("retrying a write after %s", _sqlstate(exc))
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
+@contextmanager
+def sync_lock(engine: Engine, *, wait: bool = True) -> Iterator[None]:
+    """Hold PostgreSQL's one-sync-per-database lock: a session-level advisory lock.
+
+    The lock lives on its own session (not a pooled connection, which would keep it after
+    being returned), so the server frees it when the session ends, whatever killed the process.
+    """
+    import psycopg
+
+    from contextgraph.errors import SyncInProgress
+
+    conninfo = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    try:
+        session = psycopg.connect(conninfo, autocommit=True, application_name="contextgraph-sync")
+    except psycopg.Error as exc:
+        raise DatabaseError(f"cannot connect to the database: {exc}") from exc
+    try:
+        if wait:
+            session.execute("SELECT pg_advisory_lock(%s)", (SYNC_LOCK_KEY,))
+        else:
+            row = session.execute("SELECT pg_try_advisory_lock(%s)", (SYNC_LOCK_KEY,)).fetchone()
+            if not row or not row[0]:
+                raise SyncInProgress("a sync is already running on this database")
+        yield
+    finally:
+        session.close()  # ending the session releases the lock
+
+
 def _ensure_math_functions(dbapi_connection: sqlite3.Connection) -> None:
     """Register pow() and floor() where SQLite was built without its math functions."""
     try:
@@ -216,6 +353,8 @@ def _retry_locked(fn: Any, *, deadline_seconds: float = 120.0) -> Any:
 
 
 def _where(engine: Engine) -> str:
+    if engine.url.get_backend_name() != "sqlite":
+        return f"the database {engine.url}"  # str() of a URL hides its password
     path = database_path(engine)
     return "the in-memory database" if path is None else f"the database at {path}"
 
@@ -227,6 +366,8 @@ def translate(engine: Engine, exc: BaseException) -> BaseException:
     """
     orig = getattr(exc, "orig", None) or exc
     message = str(orig)
+    if engine.url.get_backend_name() == "postgresql":
+        return _translate_pg(engine, exc)
     lowered = message.lower()
     if "readonly database" in lowered or "read-only" in lowered:
         return ReadOnlyDatabase(f"{_where(engine)} is read-only: cannot write to it")
@@ -234,6 +375,25 @@ def translate(engine: Engine, exc: BaseException) -> BaseException:
         return CorruptDatabase(f"{_where(engine)} is damaged or not a database ({message})")
     if "unable to open database file" in lowered or "disk i/o error" in lowered:
         return DatabaseError(f"cannot open {_where(engine)} ({message})")
+    return exc
+
+
+# SQLSTATE classes of a server that cannot be reached or entered: connection exceptions (08),
+# invalid authorization (28), no such database (3D000).
+_PG_CANNOT_OPEN = ("08", "28", "3D")
+
+
+def _translate_pg(engine: Engine, exc: BaseException) -> BaseException:
+    orig = getattr(exc, "orig", None) or exc
+    state = _sqlstate(exc) or ""
+    first = (str(orig).strip().splitlines() or ["?"])[0]
+    reached = state and not state.startswith(_PG_CANNOT_OPEN)
+    if (
+        not reached
+        and isinstance(exc, OperationalError | DBAPIError)
+        and (state or "connect" in first.lower() or "server" in first.lower())
+    ):
+        return DatabaseError(f"cannot open {_where(engine)} ({first})")
     return exc
 
 
@@ -258,7 +418,9 @@ def write(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connectio
     if is_read_only(engine):
         raise ReadOnlyDatabase(f"{_where(engine)} is read-only: cannot write to it")
     with _translated(engine):
-        conn = engine.connect().execution_options(contextgraph_write=True)
+        conn = engine.connect().execution_options(
+            contextgraph_write=True, contextgraph_wait=retry_seconds
+        )
     try:
         start = time.monotonic()
         waited = False
@@ -268,6 +430,10 @@ def write(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connectio
                 tx = conn.begin()
                 break
             except OperationalError as exc:
+                if _sqlstate(exc) == "55P03":  # PostgreSQL: lock_timeout while waiting
+                    raise DatabaseError(
+                        f"the database stayed locked by another writer for {retry_seconds:.0f} s"
+                    ) from exc
                 if not _is_locked(exc):
                     conn.rollback()
                     with _translated(engine):
@@ -289,6 +455,9 @@ def write(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connectio
         conn.close()
 
 
+_SNAPSHOT_PROBE = {"sqlite": "SELECT 1 FROM sqlite_master LIMIT 1", "postgresql": "SELECT 1"}
+
+
 @contextmanager
 def read(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connection]:
     """Open a deferred read transaction: one consistent snapshot, never blocking writers."""
@@ -303,7 +472,7 @@ def read(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connection
                 # A read transaction only takes its snapshot at the first read; do it now so a
                 # transient busy (WAL recovery, checkpoint) is retried here, not mid-query.
                 with _translated(engine):
-                    conn.exec_driver_sql("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+                    conn.exec_driver_sql(_SNAPSHOT_PROBE[conn.dialect.name]).fetchall()
                 break
             except OperationalError as exc:
                 conn.rollback()
@@ -349,11 +518,10 @@ def alembic_config(engine: Engine) -> Any:
 
 def current_revision(engine: Engine) -> str | None:
     """Return the database's Alembic revision, or None for a blank database."""
+    from contextgraph.dialect import has_table
+
     with read(engine) as conn:
-        has_table = conn.execute(
-            text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'")
-        ).first()
-        if not has_table:
+        if not has_table(conn, "alembic_version"):
             return None
         row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
         return None if row is None else str(row[0])

@@ -11,6 +11,7 @@ import math
 
 from sqlalchemy import ColumnElement, Float, FromClause, case, cast, func, literal
 
+from contextgraph.dialect import greatest, least
 from contextgraph.settings import Settings
 
 SECONDS_PER_DAY = 86400.0
@@ -41,7 +42,7 @@ def weight(reference: float, now: float, settings: Settings) -> float:
 def reference_sql(files: FromClause) -> ColumnElement[float]:
     """SQL for a files row's reference time (``files`` is the table or an alias of it)."""
     base = func.coalesce(files.c.created, files.c.modified)
-    return func.max(func.coalesce(files.c.last_accessed, base), base)
+    return greatest(func.coalesce(files.c.last_accessed, base), base)
 
 
 def age_sql(reference: ColumnElement[float], now: float) -> ColumnElement[float]:
@@ -57,5 +58,5 @@ def weight_sql(files: FromClause, now: float, settings: Settings) -> ColumnEleme
     if settings.decay_model == "exponential":
         decayed = func.pow(0.5, (age - grace) / literal(settings.half_life_days, Float))
     else:
-        decayed = func.min(1.0, func.pow(age - grace, -0.5))
+        decayed = least(1.0, func.pow(age - grace, -0.5))
     return cast(case((age <= grace, 1.0), else_=decayed), Float)

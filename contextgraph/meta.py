@@ -21,8 +21,8 @@ from __future__ import annotations
 import uuid
 
 from sqlalchemy import Connection, delete, select
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from contextgraph.dialect import name_of, upsert
 from contextgraph.models import Meta, table_of
 
 T_META = table_of(Meta)
@@ -46,8 +46,14 @@ def get(conn: Connection, key: str) -> str | None:
 
 def put(conn: Connection, key: str, value: str) -> None:
     """Store ``value`` under ``key``, replacing what was there."""
-    stmt = sqlite_insert(T_META).values(key=key, value=value)
-    conn.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": value}))
+    stmt = upsert(
+        T_META,
+        ["key"],
+        lambda _excluded: {"value": value},
+        dialect=name_of(conn),
+        values={"key": key, "value": value},
+    )
+    conn.execute(stmt)
 
 
 # --- stale marks ------------------------------------------------------------------------------

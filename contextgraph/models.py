@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     CheckConstraint,
     Float,
     ForeignKey,
@@ -25,6 +26,15 @@ NAMING = {
 }
 
 
+# Nanosecond mtimes and byte sizes outgrow PostgreSQL's 4-byte INTEGER; SQLite's INTEGER is
+# already 8 bytes, so its schema stays exactly as it was.
+BigInt = Integer().with_variant(BigInteger(), "postgresql")
+# Text compares and sorts byte-wise on both engines (SQLite's BINARY is PostgreSQL's "C"), so
+# every ORDER BY name, tie-break and community vertex order is the same on either.
+Str = String().with_variant(String(collation="C"), "postgresql")
+LongText = Text().with_variant(Text(collation="C"), "postgresql")
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
 
@@ -34,8 +44,8 @@ class Source(Base):
 
     __tablename__ = "sources"
     id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String, unique=True)
-    root: Mapped[str] = mapped_column(String)
+    name: Mapped[str] = mapped_column(Str, unique=True)
+    root: Mapped[str] = mapped_column(Str)
     created_at: Mapped[float] = mapped_column(Float)
 
 
@@ -49,24 +59,24 @@ class File(Base):
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"))
-    path: Mapped[str] = mapped_column(String)  # posix, relative to the source root
-    kind: Mapped[str] = mapped_column(String)  # note | code | config
-    size: Mapped[int] = mapped_column(Integer)
-    mtime_ns: Mapped[int] = mapped_column(Integer)
-    hash: Mapped[str] = mapped_column(String)
-    title: Mapped[str | None] = mapped_column(String)
+    path: Mapped[str] = mapped_column(Str)  # posix, relative to the source root
+    kind: Mapped[str] = mapped_column(Str)  # note | code | config
+    size: Mapped[int] = mapped_column(BigInt)
+    mtime_ns: Mapped[int] = mapped_column(BigInt)
+    hash: Mapped[str] = mapped_column(Str)
+    title: Mapped[str | None] = mapped_column(Str)
     created: Mapped[float | None] = mapped_column(Float)  # frontmatter `created`, epoch seconds
     modified: Mapped[float] = mapped_column(Float)  # mtime, epoch seconds
     last_accessed: Mapped[float | None] = mapped_column(Float)  # set only by read()
-    text: Mapped[str | None] = mapped_column(Text)
-    facts: Mapped[str | None] = mapped_column(Text)  # parsed code facts (JSON), code files only
+    text: Mapped[str | None] = mapped_column(LongText)
+    facts: Mapped[str | None] = mapped_column(LongText)  # parsed code facts (JSON), code files only
     # Indexed beside title and text (contextgraph.searchterms): what names the file, and the
     # other spellings of its identifiers.
-    search_meta: Mapped[str | None] = mapped_column(Text)
-    search_parts: Mapped[str | None] = mapped_column(Text)
+    search_meta: Mapped[str | None] = mapped_column(LongText)
+    search_parts: Mapped[str | None] = mapped_column(LongText)
     concept_count: Mapped[int] = mapped_column(Integer, default=0)
     pairs: Mapped[int] = mapped_column(Integer, default=1)  # 0 when over max_concepts_per_file
-    warning: Mapped[str | None] = mapped_column(String)
+    warning: Mapped[str | None] = mapped_column(Str)
 
 
 class Entity(Base):
@@ -80,12 +90,12 @@ class Entity(Base):
         Index("ix_entities_community_id", "community_id"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
-    kind: Mapped[str] = mapped_column(String)  # concept | file | symbol | package
-    key: Mapped[str] = mapped_column(String)
-    name: Mapped[str] = mapped_column(String)
-    name_lower: Mapped[str] = mapped_column(String)
+    kind: Mapped[str] = mapped_column(Str)  # concept | file | symbol | package
+    key: Mapped[str] = mapped_column(Str)
+    name: Mapped[str] = mapped_column(Str)
+    name_lower: Mapped[str] = mapped_column(Str)
     file_id: Mapped[int | None] = mapped_column(ForeignKey("files.id", ondelete="CASCADE"))
-    path: Mapped[str | None] = mapped_column(String)  # source-relative path of code entities
+    path: Mapped[str | None] = mapped_column(Str)  # source-relative path of code entities
     community_id: Mapped[int | None] = mapped_column(Integer)
 
 
@@ -142,7 +152,7 @@ class Relation(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     src_id: Mapped[int] = mapped_column(ForeignKey("entities.id", ondelete="CASCADE"))
     dst_id: Mapped[int] = mapped_column(ForeignKey("entities.id", ondelete="CASCADE"))
-    type: Mapped[str] = mapped_column(String)
+    type: Mapped[str] = mapped_column(Str)
     weight: Mapped[float] = mapped_column(Float)
     file_id: Mapped[int] = mapped_column(ForeignKey("files.id", ondelete="CASCADE"))
 
@@ -152,7 +162,7 @@ class CommunityRun(Base):
 
     __tablename__ = "community_runs"
     id: Mapped[int] = mapped_column(primary_key=True)
-    algorithm: Mapped[str] = mapped_column(String)
+    algorithm: Mapped[str] = mapped_column(Str)
     resolution: Mapped[float] = mapped_column(Float)
     seed: Mapped[int] = mapped_column(Integer)
     modularity: Mapped[float] = mapped_column(Float)
@@ -175,8 +185,8 @@ class Meta(Base):
     """Small key/value facts about the store (e.g. whether communities are stale)."""
 
     __tablename__ = "meta"
-    key: Mapped[str] = mapped_column(String, primary_key=True)
-    value: Mapped[str] = mapped_column(String)
+    key: Mapped[str] = mapped_column(Str, primary_key=True)
+    value: Mapped[str] = mapped_column(Str)
 
 
 def table_of(model: type[Base]) -> Table:

@@ -30,13 +30,13 @@ from sqlalchemy import (
     select,
     union_all,
 )
-from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
 
 from contextgraph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
+from contextgraph.dialect import total as float_total
 from contextgraph.meta import graph_version
 from contextgraph.models import ConceptRelation, Entity, File, Mention, table_of
 from contextgraph.settings import Settings
-from contextgraph.sqlcore import chunked
+from contextgraph.sqlcore import chunked, driver_sql
 
 T_CREL = table_of(ConceptRelation)
 T_ENTITIES = table_of(Entity)
@@ -158,7 +158,7 @@ class Neighbourhoods:
             select(
                 m2.c.concept_id,
                 func.count(),
-                func.total(weight_sql(f, self.now, self.settings)),
+                float_total(weight_sql(f, self.now, self.settings), order_by=f.c.id),
                 func.min(tick),
             )
             .select_from(joined)
@@ -211,11 +211,11 @@ def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
     return joined, m1, m2, f
 
 
-_ADJACENCY_SQL = str(
+_ADJACENCY_SQL = driver_sql(
     union_all(
         select(T_CREL.c.b_id, T_CREL.c.count).where(T_CREL.c.a_id == bindparam("c")),
         select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == bindparam("c")),
-    ).compile(dialect=sqlite_dialect(paramstyle="named"))
+    )
 )
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, func, or_, select, update
 
 from contextgraph import db
+from contextgraph.dialect import greatest
 from contextgraph.errors import InvalidArgument, NotFound, UnsafePath
 from contextgraph.ingest import content_hash
 from contextgraph.meta import bump_version
@@ -153,7 +154,7 @@ def read_note(
         conn.execute(
             update(T_FILES)
             .where(T_FILES.c.id == row.id)
-            .values(last_accessed=func.max(func.coalesce(T_FILES.c.last_accessed, stamp), stamp))
+            .values(last_accessed=greatest(func.coalesce(T_FILES.c.last_accessed, stamp), stamp))
         )
         bump_version(conn)  # the read changes decay weights: cached neighbourhoods are stale
         last = conn.execute(

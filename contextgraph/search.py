@@ -1,4 +1,5 @@
-"""Full-text search (SPEC §9): SQLite FTS5, ranked by bm25 × recency decay, with snippets.
+"""Full-text search (SPEC §9): SQLite FTS5 (or PostgreSQL's tsvector, see
+:mod:`contextgraph.fulltext`), ranked by bm25 × recency decay, with snippets.
 
 A query is what a person or an LLM types. :mod:`contextgraph.ftsquery` turns it into quoted FTS5
 terms that match *any* word (or every word with ``all_words``), in every spelling the index
@@ -19,21 +20,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
-    ColumnClause,
     ColumnElement,
     Connection,
-    column,
     func,
-    literal,
-    literal_column,
     select,
-    table,
 )
 
 from contextgraph import db
 from contextgraph.decay import weight_sql
 from contextgraph.errors import InvalidArgument, NotFound
 from contextgraph.ftsquery import Term, build_match, query_terms
+from contextgraph.fulltext import full_text
 from contextgraph.limits import MAX_QUERY_CHARS, SEARCH_LIMIT, SEARCH_PAGE
 from contextgraph.models import File, Source, table_of
 from contextgraph.notes import check_relative
@@ -45,8 +42,6 @@ T_FILES = table_of(File)
 T_SOURCES = table_of(Source)
 _F = T_FILES.alias("f")  # aliased once: a fresh alias per call costs more than the query
 _S = T_SOURCES.alias("s")
-FTS = table("files_fts", column("rowid"))
-_FTS_NAME: ColumnClause[Any] = literal_column("files_fts")
 # bm25 weights of the index columns: title, text, search_meta, search_parts.
 COLUMN_WEIGHTS = (4.0, 1.0, 4.0, 1.0)
 SNIPPET_CHARS = 200
@@ -139,7 +134,8 @@ def ranked_matches(
 ) -> tuple[list[Candidate], int]:
     """The ``top`` best matches of an FTS5 expression by bm25 × decay, and the match count."""
     f, s = _F, _S
-    conditions: list[ColumnElement[bool]] = [_FTS_NAME.op("MATCH")(literal(match))]
+    fts = full_text(conn, match, f, COLUMN_WEIGHTS)
+    conditions: list[ColumnElement[bool]] = [fts.match]
     if source is not None:
         conditions.append(s.c.name == source)
     if kind is not None:
@@ -147,13 +143,13 @@ def ranked_matches(
     if folder is not None and folder.strip("/ "):
         prefix = check_relative(folder.strip("/ "))
         conditions.append(f.c.path.like(db.escape_like(prefix) + "/%", escape="\\"))
-    joined = FTS.join(f, f.c.id == FTS.c.rowid).join(s, s.c.id == f.c.source_id)
+    joined = fts.joined.join(s, s.c.id == f.c.source_id)
     total = int(
         conn.execute(select(func.count()).select_from(joined).where(*conditions)).scalar_one()
     )
     if total == 0 or top <= 0:
         return [], total
-    bm25 = func.bm25(_FTS_NAME, *COLUMN_WEIGHTS)
+    bm25 = fts.rank
     decay = weight_sql(f, now, settings)
     n = max(MIN_CANDIDATES, 2 * top)
     while True:

@@ -5,7 +5,8 @@
   ``Connection.exec_driver_sql`` runs with plain dicts (named parameters). For executemany over
   many thousands of rows, Core's per-row parameter processing costs more than SQLite itself
   (about 9 s of a 10,000-note cold sync), so bulk writes build their statement with Core and run
-  it at the driver level.
+  it at the driver level. The text is SQLite's; :mod:`contextgraph.dialect` remembers how to
+  build it, and a PostgreSQL engine runs its own compilation in its place.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
+from sqlalchemy.sql import ClauseElement
+
+from contextgraph.dialect import SQLITE, compile_for, remember
 
 T = TypeVar("T")
 
 CHUNK = 500  # ids per IN (...) list; far below SQLite's bound-parameter limit
-
-_NAMED = sqlite_dialect(paramstyle="named")
 
 
 def chunked(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
@@ -31,10 +32,14 @@ def chunked(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
 def driver_sql(stmt: Any, *, literal_binds: bool = False) -> str:
     """The SQLite text of a Core statement, with ``:name`` parameters.
 
-    ``literal_binds`` inlines constant values (for statements run on the DB-API cursor itself).
+    ``stmt`` is a statement, or a function of the dialect name building one (for statements
+    spelt per engine, such as upserts: see :mod:`contextgraph.dialect`). ``literal_binds``
+    inlines constant values (for statements run on the DB-API cursor itself).
     """
-    kwargs = {"literal_binds": True} if literal_binds else {}
-    return str(stmt.compile(dialect=_NAMED, compile_kwargs=kwargs))
+    build = (lambda _dialect: stmt) if isinstance(stmt, ClauseElement) else stmt
+    text = compile_for(build, SQLITE, literal_binds=literal_binds)
+    remember(text, build, literal_binds)
+    return text
 
 
 __all__ = ["CHUNK", "chunked", "driver_sql"]

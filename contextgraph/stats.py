@@ -90,6 +90,8 @@ class Stats:
     database_bytes: int
     schema_revision: str | None
     settings: Mapping[str, Any]
+    engine: str = "sqlite"  # sqlite | postgresql
+    server_version: str = ""
 
     @classmethod
     def from_counts(
@@ -100,6 +102,7 @@ class Stats:
         database_bytes: int,
         schema_revision: str | None,
         settings: Mapping[str, Any],
+        engine: Mapping[str, str] | None = None,
     ) -> Stats:
         return cls(
             sources=tuple(dict(s) for s in totals["sources"]),
@@ -115,6 +118,8 @@ class Stats:
             database_bytes=database_bytes,
             schema_revision=schema_revision,
             settings=dict(settings),
+            engine=(engine or {}).get("engine", "sqlite"),
+            server_version=(engine or {}).get("serverVersion", ""),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -131,6 +136,8 @@ class Stats:
             "database": self.database,
             "databaseBytes": self.database_bytes,
             "schemaRevision": self.schema_revision,
+            "engine": self.engine,
+            "serverVersion": self.server_version,
             "settings": dict(self.settings),
         }
 
@@ -197,6 +204,51 @@ def _recount() -> Select[Any]:
     )
 
 
+# Rows whose foreign keys point nowhere (the constraints forbid them; a damaged or hand-edited
+# store can still hold them).
+_ORPHANS = """
+SELECT
+    (SELECT count(*) FROM mentions m WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.id = m.file_id)
+        OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = m.concept_id))
+  + (SELECT count(*) FROM concept_relations r
+        WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = r.a_id)
+        OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = r.b_id))
+  + (SELECT count(*) FROM relations r
+        WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = r.src_id)
+        OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = r.dst_id)
+        OR NOT EXISTS (SELECT 1 FROM files f WHERE f.id = r.file_id))
+  + (SELECT count(*) FROM entities e WHERE e.file_id IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM files f WHERE f.id = e.file_id))
+  + (SELECT count(*) FROM files f
+        WHERE NOT EXISTS (SELECT 1 FROM sources s WHERE s.id = f.source_id))
+"""
+
+# Full-text rows out of step with the files: SQLite counts the FTS5 index's rows against the
+# files; PostgreSQL recomputes each file's tsvector and compares it with the stored one.
+_STALE_FTS = {
+    "sqlite": "SELECT (SELECT count(*) FROM files_fts_docsize) - (SELECT count(*) FROM files)",
+    "postgresql": "SELECT count(*) FROM files"
+    " WHERE search_tsv IS DISTINCT FROM"
+    " contextgraph_search_vector(title, text, search_meta, search_parts)",
+}
+
+
+def engine_info(conn: Connection) -> dict[str, str]:
+    """The database engine (``sqlite`` | ``postgresql``) and its version."""
+    if conn.dialect.name == "postgresql":
+        version = conn.execute(text("SHOW server_version")).scalar_one()
+    else:
+        version = conn.execute(text("SELECT sqlite_version()")).scalar_one()
+    return {"engine": conn.dialect.name, "serverVersion": str(version)}
+
+
+def database_bytes(conn: Connection) -> int | None:
+    """The size of a PostgreSQL database on its server (None for SQLite: its files are sized)."""
+    if conn.dialect.name != "postgresql":
+        return None
+    return int(conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one())
+
+
 @dataclass
 class DoctorReport:
     integrity: str = "ok"
@@ -204,6 +256,7 @@ class DoctorReport:
     wrong_relations: int = 0
     nonpositive_counts: int = 0
     orphan_concepts: int = 0
+    orphan_rows: int = 0
     fts: str = "ok"
     problems: list[str] = field(default_factory=list)
 
@@ -224,21 +277,26 @@ class DoctorReport:
             "wrongRelations": self.wrong_relations,
             "nonPositiveCounts": self.nonpositive_counts,
             "orphanConcepts": self.orphan_concepts,
+            "orphanRows": self.orphan_rows,
             "fts": self.fts,
             "problems": self.problems,
         }
 
 
 def doctor(conn: Connection) -> DoctorReport:
-    """Run ``PRAGMA integrity_check`` and recount co-occurrence from the mentions."""
+    """Check the store: SQLite's ``PRAGMA integrity_check`` (a PostgreSQL server checks its own
+    pages), co-occurrence recounted from the mentions, orphan rows, the full-text index."""
     report = DoctorReport()
-    lines = [str(r[0]) for r in conn.execute(text("PRAGMA integrity_check"))]
-    report.integrity = "ok" if lines == ["ok"] else "; ".join(lines[:20])
-    if report.integrity != "ok":
-        # Counts read from a damaged file mean nothing: the integrity problem is the diagnosis.
-        report.problems.append(f"integrity_check: {report.integrity}")
-        report.fts = "not checked"
-        return report
+    if conn.dialect.name == "sqlite":
+        lines = [str(r[0]) for r in conn.execute(text("PRAGMA integrity_check"))]
+        report.integrity = "ok" if lines == ["ok"] else "; ".join(lines[:20])
+        if report.integrity != "ok":
+            # Counts read from a damaged file mean nothing: the integrity problem is the diagnosis.
+            report.problems.append(f"integrity_check: {report.integrity}")
+            report.fts = "not checked"
+            return report
+    else:
+        report.integrity = "not applicable (PostgreSQL)"
     row = conn.execute(_recount()).one()
     report.missing_relations, report.wrong_relations = int(row[0]), int(row[1])
     report.nonpositive_counts, report.orphan_concepts = int(row[2]), int(row[3])
@@ -251,9 +309,10 @@ def doctor(conn: Connection) -> DoctorReport:
         report.problems.append(f"{report.nonpositive_counts} relations have a count <= 0")
     if report.orphan_concepts:
         report.problems.append(f"{report.orphan_concepts} concepts have no mentions")
-    stale_fts = conn.execute(
-        text("SELECT (SELECT count(*) FROM files_fts_docsize) - (SELECT count(*) FROM files)")
-    ).scalar_one()
+    report.orphan_rows = int(conn.execute(text(_ORPHANS)).scalar_one())
+    if report.orphan_rows:
+        report.problems.append(f"{report.orphan_rows} rows refer to rows that do not exist")
+    stale_fts = conn.execute(text(_STALE_FTS[conn.dialect.name])).scalar_one()
     if stale_fts:
         report.fts = f"{stale_fts} index rows differ from the files"
         report.problems.append(f"full-text index: {report.fts}")

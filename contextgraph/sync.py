@@ -17,15 +17,16 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, delete
+from sqlalchemy import Connection, Engine, delete
 
 from contextgraph import db, meta
 from contextgraph.codesync import rebuild_code_graph
+from contextgraph.dialect import is_postgresql
 from contextgraph.errors import NotFound, SyncInProgress
 from contextgraph.ingest import Job, Prepared, prepare
 from contextgraph.models import File, Source, table_of
@@ -140,6 +141,17 @@ def sync_lock(db_path: Path | None, *, wait: bool = True) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
+def lock_database(engine: Engine, *, wait: bool = True) -> AbstractContextManager[None]:
+    """The one-sync-per-database lock of ``engine``'s database.
+
+    SQLite: the advisory file lock of :func:`sync_lock`. PostgreSQL: a session-level advisory
+    lock on the server (:func:`contextgraph.db.sync_lock`), freed when its session ends.
+    """
+    if is_postgresql(engine):
+        return db.sync_lock(engine, wait=wait)
+    return sync_lock(db.database_path(engine), wait=wait)
+
+
 def run_sync(
     engine: Engine,
     settings: Settings,
@@ -152,7 +164,7 @@ def run_sync(
     report = SyncReport()
     db_path = db.database_path(engine)
     started = time.perf_counter()
-    with sync_lock(db_path, wait=wait):
+    with lock_database(engine, wait=wait):
         report.phases["lock"] = time.perf_counter() - started
         with db.read(engine) as conn:
             registered = list_sources(conn)
@@ -189,7 +201,7 @@ def sync_paths(
     still is compared).
     """
     if not locked:
-        with sync_lock(db.database_path(engine), wait=wait):
+        with lock_database(engine, wait=wait):
             return sync_paths(engine, settings, source, paths, locked=True, reread=reread)
     report = SyncReport()
     started = time.perf_counter()
@@ -224,7 +236,7 @@ def forget_source(engine: Engine, settings: Settings, source: SourceInfo) -> Syn
     """
     report = SyncReport(sources=[source.name])
     started = time.perf_counter()
-    with sync_lock(db.database_path(engine)):
+    with lock_database(engine):
         with db.read(engine) as conn:
             ops: list[FileOp] = [
                 Delete(path, old) for path, old in stored_files(conn, source.id).items()
@@ -462,12 +474,16 @@ def _write_batch(
     engine: Engine, settings: Settings, source: SourceInfo, ops: list[FileOp], report: SyncReport
 ) -> None:
     """Apply one batch of file changes in one short write transaction."""
-    with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
+
+    def batch(conn: Connection) -> None:
         graph_changed, code_changed = apply_ops(conn, settings, source.id, ops)
         if graph_changed:
             meta.mark_stale(conn, meta.COMMUNITIES)
         if code_changed:
             meta.mark_stale(conn, meta.code_graph(source.id))
+
+    # One transaction; PostgreSQL reruns it after a serialization failure or deadlock.
+    db.run_write(engine, batch, retry_seconds=settings.lock_retry_seconds)
     report.deleted += sum(1 for op in ops if isinstance(op, Delete))
 
 
@@ -492,6 +508,7 @@ __all__ = [
     "ScannedFile",
     "SyncReport",
     "forget_source",
+    "lock_database",
     "run_sync",
     "sync_lock",
     "sync_paths",

@@ -18,8 +18,8 @@ from itertools import combinations
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, insert, literal_column, select, update
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from contextgraph.dialect import insert_ignore, upsert
 from contextgraph.ingest import Prepared
 from contextgraph.meta import bump_version
 from contextgraph.models import ConceptRelation, Entity, File, Mention, table_of
@@ -144,6 +144,7 @@ SQL_RENAME = driver_sql(
         size=bindparam("size"),
         mtime_ns=bindparam("mtime_ns"),
         modified=bindparam("modified"),
+        search_meta=bindparam("search_meta"),  # the path's words are indexed
     )
 )
 SQL_UPDATE_FILE = driver_sql(
@@ -157,23 +158,30 @@ SQL_INSERT_FILE = driver_sql(
     )
 )
 SQL_INSERT_CONCEPT = driver_sql(
-    sqlite_insert(T_ENTITIES)
-    .values(
-        kind=bindparam("kind"), key=bindparam("k"), name=bindparam("k"), name_lower=bindparam("k")
+    lambda d: insert_ignore(
+        T_ENTITIES,
+        ["kind", "key"],
+        dialect=d,
+        values={
+            "kind": bindparam("kind"),
+            "key": bindparam("k"),
+            "name": bindparam("k"),
+            "name_lower": bindparam("k"),
+        },
     )
-    .on_conflict_do_nothing(index_elements=["kind", "key"])
 )
 SQL_INSERT_MENTION = driver_sql(
     insert(T_MENTIONS).values(
         file_id=bindparam("f"), concept_id=bindparam("c"), count=bindparam("n")
     )
 )
-_upsert = sqlite_insert(T_CREL).values(
-    a_id=bindparam("a"), b_id=bindparam("b"), count=bindparam("n")
-)
 SQL_ADD_PAIR = driver_sql(
-    _upsert.on_conflict_do_update(
-        index_elements=["a_id", "b_id"], set_={"count": T_CREL.c.count + _upsert.excluded.count}
+    lambda d: upsert(
+        T_CREL,
+        ["a_id", "b_id"],
+        lambda excluded: {"count": T_CREL.c.count + excluded.count},
+        dialect=d,
+        values={"a_id": bindparam("a"), "b_id": bindparam("b"), "count": bindparam("n")},
     )
 )
 SQL_SUB_PAIR = driver_sql(
@@ -234,6 +242,7 @@ def apply_ops(
                     "size": op.new.size,
                     "mtime_ns": op.new.mtime_ns,
                     "modified": op.new.mtime_ns / 1e9,
+                    "search_meta": op.new.search_meta,
                 }
                 for op in renames
             ],

@@ -34,7 +34,7 @@ from contextgraph.notes import check_relative, confine, resolve
 from contextgraph.scan import SKIPPED_DIRS, file_kind
 from contextgraph.settings import Settings
 from contextgraph.sources import SourceInfo, get_source, list_sources
-from contextgraph.sync import SyncReport, sync_lock, sync_paths
+from contextgraph.sync import SyncReport, lock_database, sync_paths
 from contextgraph.uris import URI_PREFIX, file_uri
 
 T_FILES = table_of(File)
@@ -517,7 +517,7 @@ def _replace_section(text: str, heading: str, content: str) -> str:
 
 @contextmanager
 def _locked(engine: Engine) -> Iterator[None]:
-    with sync_lock(db.database_path(engine), wait=True):
+    with lock_database(engine, wait=True):  # the file lock, or PostgreSQL's advisory lock
         yield
 
 

@@ -12,8 +12,17 @@ target_metadata = Base.metadata
 
 
 def _include_name(name: str | None, type_: str, _parent: object) -> bool:
-    # The FTS5 table and its shadow tables are created by raw SQL in 0002_fts, not by the models.
-    return not (type_ == "table" and name is not None and name.startswith("files_fts"))
+    # The FTS5 table and its shadow tables (SQLite), the tsvector column and its index
+    # (PostgreSQL) are created by raw SQL in the full-text migrations, not by the models.
+    if name is None:
+        return True
+    if type_ == "table":
+        return not name.startswith("files_fts")
+    if type_ == "column":
+        return name != "search_tsv"
+    if type_ == "index":
+        return name != "ix_files_search_tsv"
+    return True
 
 
 def run_migrations_online() -> None:

@@ -2,6 +2,10 @@
 """Benchmark contextgraph on a deterministic synthetic vault; print one JSON object.
 
     python scripts/bench.py --notes 10000 --runs 3
+    python scripts/bench.py --notes 10000 --runs 3 --db postgresql://user@host/bench
+
+With ``--db`` every run uses that PostgreSQL database, emptied first (use a throwaway one);
+by default each run gets a fresh SQLite file in the workdir.
 
 Sync timings run the real CLI in a subprocess (process start included) and report the median of
 ``--runs`` runs; query latencies are measured in-process over 200 concepts drawn evenly across the
@@ -61,7 +65,7 @@ def generate_vault(root: Path, notes: int, seed: int = 7) -> None:
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def run_cli(db: Path, *args: str) -> tuple[float, dict[str, Any], int]:
+def run_cli(db: Path | str, *args: str) -> tuple[float, dict[str, Any], int]:
     """Run the CLI in a fresh process; return (wall seconds, JSON output, child max RSS KiB)."""
     env = dict(os.environ, CONTEXTGRAPH_DB=str(db))
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -149,7 +153,7 @@ def bench_communities(work: Path, edges: int) -> dict[str, Any]:
         t = time.perf_counter()
         communities.recompute(graph.engine, graph.settings)
         seconds = time.perf_counter() - t
-        run = graph.communities()["run"]
+        run = graph.communities().as_dict()["run"]
         return {
             "edges": count,
             "nodes": nodes,
@@ -161,6 +165,18 @@ def bench_communities(work: Path, edges: int) -> dict[str, Any]:
         }
 
 
+def empty_database(url: str) -> None:
+    """Drop everything of a server database (down to Alembic's base): a cold start."""
+    from contextgraph import db
+
+    engine = db.make_engine(url)
+    try:
+        db.upgrade(engine)
+        db.downgrade(engine, "base")
+    finally:
+        engine.dispose()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=10_000)
@@ -168,6 +184,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the vault and database")
+    parser.add_argument("--db", default=None, help="a PostgreSQL URL to bench (emptied first)")
     parser.add_argument(
         "--edges", type=int, default=0, help="also time communities on a synthetic N-edge graph"
     )
@@ -181,14 +198,19 @@ def main() -> None:
     t = time.perf_counter()
     generate_vault(vault, args.notes)
     result: dict[str, Any] = {"notes": args.notes, "generate_s": round(time.perf_counter() - t, 2)}
+    result["engine"] = "postgresql" if args.db else "sqlite"
 
     cold, noop, one = [], [], []
     report: dict[str, Any] = {}
     rss = 0
     for run in range(args.runs):
-        db_file = work / f"bench-{run}.db"
+        db_file: Path | str = work / f"bench-{run}.db"
+        if args.db:
+            db_file = args.db
+            empty_database(args.db)
         for suffix in ("", "-wal", "-shm"):
-            Path(f"{db_file}{suffix}").unlink(missing_ok=True)
+            if not args.db:
+                Path(f"{db_file}{suffix}").unlink(missing_ok=True)
         wall, report, rss = run_cli(db_file, "sync", str(vault))
         cold.append(wall)
         wall, _, _ = run_cli(db_file, "sync")
@@ -198,7 +220,7 @@ def main() -> None:
             handle.write(f"\nEdited in run {run}: see [[Bench Edit {run}]].\n")
         wall, _, _ = run_cli(db_file, "sync")
         one.append(wall)
-    db_file = work / f"bench-{args.runs - 1}.db"
+    db_file = args.db or work / f"bench-{args.runs - 1}.db"
     result.update(
         {
             "cold_sync_s": round(statistics.median(cold), 3),
@@ -211,14 +233,13 @@ def main() -> None:
             "communities": report.get("communities"),
             "modularity": report.get("modularity"),
             "sync_phases_s": report.get("seconds"),
-            "db_bytes": db_file.stat().st_size
-            + (Path(f"{db_file}-wal").stat().st_size if Path(f"{db_file}-wal").exists() else 0),
         }
     )
 
     from contextgraph import ContextGraph
 
     with ContextGraph.open(db_file) as graph:
+        result["db_bytes"] = graph.stats().database_bytes
         names = sample_concepts(graph, args.queries)
         # First pass: every concept's neighbourhood is read from SQLite for the first time.
         # Second pass: the same questions again, answered with the process's neighbourhood
@@ -240,7 +261,7 @@ def main() -> None:
         t = time.perf_counter()
         communities.recompute(graph.engine, graph.settings)
         result["community_rebuild_s"] = round(time.perf_counter() - t, 3)
-        run = graph.communities()["run"]
+        run = graph.communities().as_dict()["run"]
         result["community_detection"] = {
             k: run[k] for k in ("algorithm", "seconds", "modularity", "nodeCount", "edgeCount")
         }

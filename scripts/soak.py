@@ -2,6 +2,10 @@
 """Soak one contextgraph database with concurrent syncs, edits and reads; print one JSON object.
 
     python scripts/soak.py --writers 3 --readers 3 --seconds 30 --notes 200
+    python scripts/soak.py --db postgresql://user@host/soak --fresh-db postgresql://user@host/soak2
+
+With ``--db`` the store is that database (a PostgreSQL URL, emptied first: use a throwaway one)
+and ``--fresh-db`` the one the from-scratch sync fills; by default both are files in the workdir.
 
 For ``--seconds``, in parallel (processes started with ``spawn``):
 
@@ -307,8 +311,10 @@ def editor(vault: str, stop: Any, start: Any, out: str, seed: int, keep: int) ->
 # -- the checks --------------------------------------------------------------------------------
 
 
-def integrity(database: Path) -> str:
-    """``PRAGMA integrity_check`` through a plain sqlite3 connection."""
+def integrity(database: str | Path) -> str:
+    """``PRAGMA integrity_check`` through a plain sqlite3 connection (a server checks itself)."""
+    if "://" in str(database):
+        return "not applicable (PostgreSQL)"  # the server checks its pages; doctor_ok the store
     conn = sqlite3.connect(database, timeout=60)
     try:
         return "; ".join(str(r[0]) for r in conn.execute("PRAGMA integrity_check"))
@@ -403,8 +409,28 @@ def percentile(values: list[float], q: float) -> float:
 # -- the run -----------------------------------------------------------------------------------
 
 
+def empty_database(url: str) -> None:
+    """Drop everything of a server database (down to Alembic's base) so the soak starts blank."""
+    from contextgraph import db
+
+    engine = db.make_engine(url)
+    try:
+        db.upgrade(engine)
+        db.downgrade(engine, "base")
+    finally:
+        engine.dispose()
+
+
 def run(
-    *, writers: int, readers: int, seconds: float, notes: int, workdir: Path, seed: int = 7
+    *,
+    writers: int,
+    readers: int,
+    seconds: float,
+    notes: int,
+    workdir: Path,
+    seed: int = 7,
+    database_url: str | None = None,
+    fresh_url: str | None = None,
 ) -> dict[str, Any]:
     """Run one soak in ``workdir`` (emptied first) and return the figures."""
     from contextgraph import ContextGraph
@@ -416,7 +442,11 @@ def run(
     vault.mkdir(parents=True)
     results = workdir / "results"
     results.mkdir()
-    database = workdir / "graph.db"
+    database = database_url or str(workdir / "graph.db")
+    fresh_database = fresh_url or str(workdir / "fresh.db")
+    for url in (database_url, fresh_url):
+        if url is not None:
+            empty_database(url)
     make_vault(vault, notes, seed)
     with ContextGraph.open(database) as graph:  # spawned children never inherit this engine
         graph.sync([vault])
@@ -428,11 +458,11 @@ def run(
     for i in range(writers):
         out = str(results / f"writer-{i}.json")
         procs.append(
-            ctx.Process(target=writer, args=(str(database), str(vault), seconds, start, out, i))
+            ctx.Process(target=writer, args=(database, str(vault), seconds, start, out, i))
         )
     for i in range(readers):
         out = str(results / f"reader-{i}.json")
-        procs.append(ctx.Process(target=reader, args=(str(database), seconds, start, out, i)))
+        procs.append(ctx.Process(target=reader, args=(database, seconds, start, out, i)))
     edit_out = str(results / "editor.json")
     editor_proc = ctx.Process(
         target=editor, args=(str(vault), stop, start, edit_out, seed, max(5, notes // 2))
@@ -468,7 +498,7 @@ def run(
 
     snapshot = load_snapshot()
     live = ContextGraph.open(database)
-    fresh = ContextGraph.open(workdir / "fresh.db")
+    fresh = ContextGraph.open(fresh_database)
     try:
         t = time.perf_counter()
         live.sync()
@@ -490,6 +520,7 @@ def run(
         fresh.close()
     locked = [e for e in errors if "database is locked" in e.lower()]
     return {
+        "engine": "postgresql" if "://" in database else "sqlite",
         "writers": writers,
         "readers": readers,
         "seconds": seconds,
@@ -537,7 +568,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--notes", type=int, default=200, help="Notes in the starting vault.")
     parser.add_argument("--seed", type=int, default=7, help="Seed of every random choice.")
     parser.add_argument("--workdir", type=Path, default=None, help="Kept; default: a temp dir.")
+    parser.add_argument("--db", default=None, help="A PostgreSQL URL to soak (emptied first).")
+    parser.add_argument("--fresh-db", default=None, help="With --db: the from-scratch database.")
     args = parser.parse_args(argv)
+    if (args.db is None) != (args.fresh_db is None):
+        parser.error("--db and --fresh-db go together")
     if args.writers < 0 or args.readers < 0 or args.seconds <= 0 or args.notes < 1:
         parser.error("--writers/--readers must be >= 0, --seconds > 0 and --notes >= 1")
     with workdir_or_temporary(args.workdir, "soak") as workdir:
@@ -548,6 +583,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             notes=args.notes,
             workdir=workdir,
             seed=args.seed,
+            database_url=args.db,
+            fresh_url=args.fresh_db,
         )
     print(json.dumps(result, indent=2))
     return result

@@ -58,6 +58,8 @@ def snapshot(graph: ContextGraph) -> dict[str, object]:
         " JOIN files f ON f.id = r.file_id",
         "fts": "SELECT rowid, title, text, search_meta, search_parts FROM files_fts",
     }
+    if graph.engine.dialect.name == "postgresql":
+        queries["fts"] = "SELECT id, search_tsv::text, NULL FROM files"
     out: dict[str, object] = {}
     with db.read(graph.engine) as conn:
         for name, sql in queries.items():
@@ -66,6 +68,41 @@ def snapshot(graph: ContextGraph) -> dict[str, object]:
                 rows = [(*sorted(r[:2]), r[2]) for r in rows]
             if name == "fts":
                 paths = dict(conn.execute(text("SELECT id, path FROM files")).all())
-                rows = [(paths.get(r[0]), r[1], r[2]) for r in rows]
+                rows = [(paths.get(r[0]), *r[1:]) for r in rows]
             out[name] = sorted(rows, key=repr)
     return out
+
+
+class DbFactory:
+    """Fresh, empty databases on one engine: ``new_db("fresh")`` gives a path or URL."""
+
+    def __init__(self, backend: str, tmp_path: Path, cluster: Any) -> None:
+        self.backend, self.tmp_path, self.cluster = backend, tmp_path, cluster
+        self.made: list[str] = []
+        self.count = 0
+
+    def __call__(self, name: str) -> str:
+        self.count += 1
+        if self.cluster is not None:
+            dbname = self.cluster.new_database()
+            self.made.append(dbname)
+            return self.cluster.url(dbname)
+        return str(self.tmp_path / f"{name}-{self.count}.db")
+
+    def drop(self, url: str) -> None:
+        """Remove a database made here (its engines must be closed)."""
+        if self.cluster is not None:
+            dbname = url.rsplit("/", 1)[1]
+            self.cluster.drop(dbname)
+            self.made.remove(dbname)
+            return
+        for suffix in ("", "-wal", "-shm", ".sync.lock"):
+            Path(url + suffix).unlink(missing_ok=True)
+
+    def close(self) -> None:
+        if self.cluster is not None:
+            from contextgraph.neighbourhood import Neighbourhoods
+
+            Neighbourhoods._states.clear()
+            for dbname in self.made:
+                self.cluster.drop(dbname)

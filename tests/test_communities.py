@@ -40,6 +40,8 @@ from contextgraph.models import Community, CommunityRun, ConceptRelation, Entity
 from contextgraph.partition import assign_stable_ids, detect
 from contextgraph.settings import Settings
 
+pytestmark = pytest.mark.engines("sqlite", "postgresql")
+
 T_ENTITIES = table_of(Entity)
 T_CREL = table_of(ConceptRelation)
 T_META = table_of(Meta)
@@ -67,7 +69,7 @@ CLIQUES: dict[tuple[str, str], int] = {
 # Helpers
 
 
-def make_store(path: Path) -> Engine:
+def make_store(path: Path | str) -> Engine:
     engine = db.make_engine(path)
     db.upgrade(engine)
     return engine
@@ -177,8 +179,8 @@ def igraph_modularity(engine: Engine) -> float:
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = make_store(tmp_path / "graph.db")
+def engine(db_url: str) -> Iterator[Engine]:
+    engine = make_store(db_url)
     yield engine
     engine.dispose()
 

@@ -78,12 +78,13 @@ def test_long_soak_surfaces_no_error_loses_no_read_and_converges(tmp_path: Path)
 # -- reads during a sync ---------------------------------------------------------------------
 
 
+@pytest.mark.engines("sqlite", "postgresql")
 @pytest.mark.parametrize("busy_timeout_ms", [5000, 1], ids=["busy-timeout", "retry-loop"])
 def test_reads_of_one_note_during_a_sync_never_see_database_is_locked(
-    tmp_path: Path, busy_timeout_ms: int
+    tmp_path: Path, busy_timeout_ms: int, db_url: str
 ) -> None:
     vault = tmp_path / "vault"
-    database = tmp_path / "graph.db"
+    database = db_url
     _write_notes(vault, 160)
     with ContextGraph.open(database) as graph:
         graph.sync([vault])
@@ -320,7 +321,7 @@ with ContextGraph.open(database, settings=Settings.from_env(now=now)) as graph:
 """
 
 
-def _change_then_ask(database: Path, action: str) -> dict[str, Any]:
+def _change_then_ask(database: Path | str, action: str) -> dict[str, Any]:
     """In a fresh process (nothing cached): ``sync`` or ``read`` a note, then BuildContext."""
     proc = subprocess.run(
         [sys.executable, "-c", _CHANGE_THEN_ASK, str(database), action, NOW],
@@ -334,15 +335,16 @@ def _change_then_ask(database: Path, action: str) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.engines("sqlite", "postgresql")
 def test_a_cached_answer_follows_reads_and_syncs_of_other_processes(
-    db_path: Path, vault: Path
+    db_url: str, vault: Path
 ) -> None:
     old = datetime(2020, 1, 1, tzinfo=UTC).timestamp()
     for name, body in (("a.md", "[[Alpha]] [[Beta]]"), ("b.md", "[[Alpha]] [[Gamma]]")):
         (vault / name).write_text(body, encoding="utf-8")
         os.utime(vault / name, (old, old))
     settings = Settings.from_env(now=parse_datetime(NOW))
-    with ContextGraph.open(db_path, settings=settings) as graph:
+    with ContextGraph.open(db_url, settings=settings) as graph:
         graph.sync([vault])
 
         def warm() -> dict[str, Any]:
@@ -354,11 +356,11 @@ def test_a_cached_answer_follows_reads_and_syncs_of_other_processes(
             "beta": True,
             "gamma": True,
         }
-        cold = _change_then_ask(db_path, "a.md")  # another process reads a.md: it is fresh now
+        cold = _change_then_ask(db_url, "a.md")  # another process reads a.md: it is fresh now
         assert warm() == cold
         assert {r["name"]: r["decayWeight"] for r in warm()["directRelations"]}["beta"] == 1.0
         (vault / "b.md").write_text("[[Alpha]] [[Delta]] edited", encoding="utf-8")
-        cold = _change_then_ask(db_path, "sync")  # another process syncs an edit
+        cold = _change_then_ask(db_url, "sync")  # another process syncs an edit
         assert warm() == cold
         assert {r["name"] for r in warm()["directRelations"]} == {"beta", "delta"}
 

@@ -9,6 +9,8 @@ from sqlalchemy import text
 
 from contextgraph import ContextGraph, InvalidArgument, db
 
+pytestmark = pytest.mark.engines("sqlite", "postgresql")
+
 FRESH = "2026-11-25"  # age 5 days at NOW: weight 1.0
 OLD = "2026-07-24"  # age 129 days: weight (129 - 28) ** -0.5
 OLD_WEIGHT = 101**-0.5
@@ -202,6 +204,7 @@ def test_without_community_data_ids_are_null_and_siblings_empty(ranked: ContextG
     assert all(r.community_id is None for r in result.direct_relations)
 
 
+@pytest.mark.sqlite_only  # PostgreSQL: reads are READ ONLY transactions (test_postgres.py)
 def test_build_context_never_writes(ranked: ContextGraph) -> None:
     assert ranked.database_path is not None
     before = ranked.database_path.with_name("graph.db-wal").stat().st_size

@@ -15,6 +15,8 @@ from contextgraph import ContextGraph, InvalidArgument, Settings, db
 from contextgraph.cli import cli
 from contextgraph.models import Entity, File, Relation, Source, table_of
 
+pytestmark = pytest.mark.engines("sqlite", "postgresql")
+
 
 def build(graph: ContextGraph, edges: list[tuple[str, str, float]], kind: str = "symbol") -> None:
     """Store symbols and directed code relations (type ``references``) straight into the graph."""
@@ -198,8 +200,8 @@ def test_quality_filter_drops_short_numeric_and_stopword_names(store: ContextGra
     assert names(store, ["Seed"]) == [("Good", 1)]
 
 
-def test_extra_stopwords_come_from_settings(db_path: Path) -> None:
-    graph = ContextGraph.open(db_path, settings=Settings(expand_stopwords=("good",)))
+def test_extra_stopwords_come_from_settings(db_url: str) -> None:
+    graph = ContextGraph.open(db_url, settings=Settings(expand_stopwords=("good",)))
     build(graph, [("Seed", "Good", 1.0), ("Seed", "Fine", 1.0)])
     assert names(graph, ["Seed"]) == [("Fine", 1)]
     graph.close()
@@ -235,10 +237,10 @@ def test_concept_cooccurrence_counts_break_weight_ties(
     assert names(store, ["Seed"], max_nodes=1) == [("often", 1)]
 
 
-def test_authentication_service_pulls_in_token_validator_through_the_cli(db_path: Path) -> None:
+def test_authentication_service_pulls_in_token_validator_through_the_cli(db_url: str) -> None:
     runner = CliRunner()
-    assert runner.invoke(cli, ["--db", str(db_path), "sync", str(EXAMPLES / "code")]).exit_code == 0
-    result = runner.invoke(cli, ["--db", str(db_path), "expand", "AuthenticationService", "--json"])
+    assert runner.invoke(cli, ["--db", db_url, "sync", str(EXAMPLES / "code")]).exit_code == 0
+    result = runner.invoke(cli, ["--db", db_url, "expand", "AuthenticationService", "--json"])
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     hit = next(r for r in data["results"] if r["entity"] == "TokenValidator")

@@ -21,7 +21,7 @@ import contextgraph
 from contextgraph import ContextGraph
 from contextgraph.mcp_server import create_server
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.engines("sqlite", "postgresql")]
 
 READ_TOOLS = {
     "build_context",
@@ -45,10 +45,10 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-async def client(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Client]:
-    """An in-process client on a server over ``db_path``, with the clock fixed at NOW."""
+async def client(db_url: str, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Client]:
+    """An in-process client on a server over ``db_url``, with the clock fixed at NOW."""
     monkeypatch.setenv("CONTEXTGRAPH_NOW", NOW)
-    async with Client(create_server(str(db_path))) as connected:
+    async with Client(create_server(db_url)) as connected:
         yield connected
 
 
@@ -222,15 +222,15 @@ async def test_expand_follows_code_references(client: Client, store: ContextGrap
 
 
 async def test_stdio_server_speaks_only_protocol_on_stdout(
-    tmp_path: Path, db_path: Path, store: ContextGraph
+    tmp_path: Path, db_url: str, store: ContextGraph
 ) -> None:
     store.sync([VAULT])
     repo = Path(contextgraph.__file__).resolve().parents[1]
     python_path = os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "contextgraph", "--db", str(db_path), "mcp"],
-        env={**os.environ, "CONTEXTGRAPH_DB": str(db_path), "PYTHONPATH": python_path},
+        args=["-m", "contextgraph", "--db", db_url, "mcp"],
+        env={**os.environ, "CONTEXTGRAPH_DB": db_url, "PYTHONPATH": python_path},
         cwd=str(tmp_path),
     )
     with (tmp_path / "stderr.txt").open("w") as errlog:
@@ -372,12 +372,12 @@ async def test_hostile_write_paths_are_one_line_tool_errors(client: Client, vaul
 
 
 async def test_a_read_only_server_offers_no_write_tool_and_registers_nothing(
-    db_path: Path, vault: Path, tmp_path: Path, store: ContextGraph
+    db_url: str, vault: Path, tmp_path: Path, store: ContextGraph
 ) -> None:
     store.sync([vault])
     other = tmp_path / "other"
     other.mkdir()
-    async with Client(create_server(str(db_path), read_only=True)) as connected:
+    async with Client(create_server(db_url, read_only=True)) as connected:
         names = {tool.name for tool in (await connected.list_tools()).tools}
         assert names == READ_TOOLS
         message = await fail(connected, "write_note", path_or_title="x.md", content="x")
@@ -403,13 +403,13 @@ async def test_allow_bounds_which_folders_sync_may_register(db_path: Path, tmp_p
 
 @pytest.mark.slow
 async def test_mcp_watch_keeps_the_graph_in_step(
-    db_path: Path, vault: Path, store: ContextGraph
+    db_url: str, vault: Path, store: ContextGraph
 ) -> None:
     import anyio
 
     (vault / "a.md").write_text("Alpha [[A]]\n")
     store.sync([vault])
-    async with Client(create_server(str(db_path), watch=True)) as connected:
+    async with Client(create_server(db_url, watch=True)) as connected:
         await anyio.sleep(1.0)  # the watcher's catch-up sync and OS watch
         (vault / "b.md").write_text("Bravo written behind the server's back [[B]]\n")
         for _ in range(100):
@@ -421,13 +421,13 @@ async def test_mcp_watch_keeps_the_graph_in_step(
 
 
 async def test_stdio_server_started_read_only_lists_only_the_reading_tools(
-    tmp_path: Path, db_path: Path, store: ContextGraph
+    tmp_path: Path, db_url: str, store: ContextGraph
 ) -> None:
     repo = Path(contextgraph.__file__).resolve().parents[1]
     python_path = os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "contextgraph", "--db", str(db_path), "mcp", "--read-only"],
+        args=["-m", "contextgraph", "--db", db_url, "mcp", "--read-only"],
         env={**os.environ, "PYTHONPATH": python_path},
         cwd=str(tmp_path),
     )

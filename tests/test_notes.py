@@ -13,6 +13,8 @@ from contextgraph import ContextGraph, NotFound, UnsafePath, db
 from contextgraph.cli import cli
 from contextgraph.errors import ContextGraphError
 
+pytestmark = pytest.mark.engines("sqlite", "postgresql")
+
 
 @pytest.fixture
 def notes(store: ContextGraph, vault: Path, write: Writer) -> ContextGraph:
@@ -115,11 +117,11 @@ def test_unknown_and_ambiguous_identifiers(notes: ContextGraph, vault: Path, wri
         notes.read("other")
 
 
-def test_read_command(notes: ContextGraph, db_path: Path) -> None:
+def test_read_command(notes: ContextGraph, db_url: str) -> None:
     runner = CliRunner()
-    result = runner.invoke(cli, ["--db", str(db_path), "read", "other.md", "--json"])
+    result = runner.invoke(cli, ["--db", db_url, "read", "other.md", "--json"])
     assert result.exit_code == 0
     assert json.loads(result.stdout)["uri"] == "memory://v/other.md"
-    result = runner.invoke(cli, ["--db", str(db_path), "read", "../../etc/passwd"])
+    result = runner.invoke(cli, ["--db", db_url, "read", "../../etc/passwd"])
     assert result.exit_code == 1 and "Traceback" not in result.stderr
-    assert os.path.exists(db_path)
+    assert "://" in db_url or os.path.exists(db_url)

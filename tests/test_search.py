@@ -5,10 +5,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import Writer, snapshot
+from helpers import DbFactory, Writer, snapshot
 
 from contextgraph import ContextGraph, InvalidArgument, NotFound
 from contextgraph.cli import cli
+
+pytestmark = pytest.mark.engines("sqlite", "postgresql")
 
 
 @pytest.fixture
@@ -111,7 +113,7 @@ def test_bad_paging_arguments_are_errors(searchable: ContextGraph) -> None:
 
 
 def test_index_follows_edits_renames_and_deletions(
-    searchable: ContextGraph, vault: Path, write: Writer
+    searchable: ContextGraph, vault: Path, write: Writer, new_db: DbFactory
 ) -> None:
     write("fresh.md", "Entirely different words now.")
     (vault / "old.md").rename(vault / "moved.md")
@@ -123,14 +125,14 @@ def test_index_follows_edits_renames_and_deletions(
     }
     assert searchable.search("entirely different").total == 1
     assert searchable.search("machine learning").total == 0
-    fresh = ContextGraph.open(vault.parent / "fresh.db")
+    fresh = ContextGraph.open(new_db("fresh"))
     fresh.sync([vault], name="v")
     assert snapshot(fresh)["fts"] == snapshot(searchable)["fts"]
     fresh.close()
 
 
-def test_search_command_prints_json(searchable: ContextGraph, db_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["--db", str(db_path), "search", "replication", "--json"])
+def test_search_command_prints_json(searchable: ContextGraph, db_url: str) -> None:
+    result = CliRunner().invoke(cli, ["--db", db_url, "search", "replication", "--json"])
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert data["total"] == 3 and data["hits"][0]["uri"].startswith("memory://v/")

@@ -11,6 +11,8 @@ from sqlalchemy import text
 from contextgraph import ContextGraph, Settings, db
 from contextgraph.meta import bump_version
 
+pytestmark = pytest.mark.engines("sqlite", "postgresql")
+
 
 @pytest.fixture
 def graph(store: ContextGraph, vault: Path, write: Writer) -> ContextGraph:
@@ -51,16 +53,16 @@ def test_a_true_neighbour_is_never_a_sibling(graph: ContextGraph) -> None:
 
 
 def test_thresholds_come_from_the_maenifold_environment_names(
-    db_path: Path, graph: ContextGraph, monkeypatch: pytest.MonkeyPatch
+    db_url: str, graph: ContextGraph, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MAENIFOLD_COMMUNITY_MIN_SHARED", "2")
-    relaxed = ContextGraph.open(db_path, settings=Settings.from_env(now=graph.settings.now))
+    relaxed = ContextGraph.open(db_url, settings=Settings.from_env(now=graph.settings.now))
     assert siblings(relaxed) == [("c2", 2, 1.0), ("c1", 3, 0.5)]
     monkeypatch.setenv("MAENIFOLD_COMMUNITY_MIN_OVERLAP", "0.6")
-    strict = ContextGraph.open(db_path, settings=Settings.from_env(now=graph.settings.now))
+    strict = ContextGraph.open(db_url, settings=Settings.from_env(now=graph.settings.now))
     assert siblings(strict) == [("c2", 2, 1.0)]
     monkeypatch.setenv("CONTEXTGRAPH_COMMUNITY_MAX_SIBLINGS", "0")
-    none = ContextGraph.open(db_path, settings=Settings.from_env(now=graph.settings.now))
+    none = ContextGraph.open(db_url, settings=Settings.from_env(now=graph.settings.now))
     assert siblings(none) == []
     for g in (relaxed, strict, none):
         g.close()
@@ -74,10 +76,10 @@ def test_other_communities_are_not_siblings(graph: ContextGraph) -> None:
 
 
 def test_cached_answers_follow_writes_from_another_connection(
-    graph: ContextGraph, db_path: Path, vault: Path, write: Writer
+    graph: ContextGraph, db_url: str, vault: Path, write: Writer
 ) -> None:
     assert [r.name for r in graph.build_context("q").direct_relations][:1] == ["n1"]
-    other = ContextGraph.open(db_path, settings=graph.settings)
+    other = ContextGraph.open(db_url, settings=graph.settings)
     for i in range(3):
         write(f"more{i}.md", "[[q]] and [[n4]]", created="2026-11-25")
     other.sync()

@@ -6,13 +6,15 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import Writer, snapshot
+from helpers import DbFactory, Writer, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
 from contextgraph import ContextGraph, Settings, SyncInProgress, db, ingest
-from contextgraph.sync import sync_lock
+from contextgraph.sync import lock_database
+
+pytestmark = pytest.mark.engines("sqlite", "postgresql")
 
 
 def concepts(graph: ContextGraph) -> dict[str, int]:
@@ -113,13 +115,13 @@ def test_rename_keeps_last_accessed(store: ContextGraph, vault: Path, write: Wri
 
 
 def test_bad_files_are_reported_and_the_sync_goes_on(
-    db_path: Path, vault: Path, write: Writer
+    db_url: str, vault: Path, write: Writer
 ) -> None:
     write("good.md", "[[Alpha]] [[Beta]]")
     (vault / "binary.md").write_bytes(b"[[Nope]]\x00\x01\x02")
     (vault / "latin1.md").write_bytes("[[Caf\xe9]] [[Alpha]]".encode("latin-1"))
     (vault / "big.md").write_text("[[Huge]] " + "x" * 5000, encoding="utf-8")
-    graph = ContextGraph.open(db_path, settings=Settings(max_file_bytes=4096))
+    graph = ContextGraph.open(db_url, settings=Settings(max_file_bytes=4096))
     report = graph.sync([vault])
     reasons = {p.path: p.reason for p in report.failed}
     assert "NUL" in reasons["binary.md"]
@@ -165,11 +167,11 @@ def test_a_file_that_becomes_unreadable_is_retracted(
 
 
 def test_a_file_over_the_concept_limit_keeps_mentions_but_adds_no_pairs(
-    db_path: Path, vault: Path, write: Writer
+    db_url: str, vault: Path, write: Writer
 ) -> None:
     write("many.md", "[[A1]] [[A2]] [[A3]] [[A4]]")
     write("few.md", "[[A1]] [[A2]]")
-    graph = ContextGraph.open(db_path, settings=Settings(max_concepts_per_file=3))
+    graph = ContextGraph.open(db_url, settings=Settings(max_concepts_per_file=3))
     report = graph.sync([vault])
     assert any(p.path == "many.md" and "pairs" in p.reason for p in report.warnings)
     assert set(concepts(graph)) == {"a1", "a2", "a3", "a4"}
@@ -185,6 +187,7 @@ def test_dropped_link_targets_are_counted(store: ContextGraph, vault: Path, writ
     assert set(concepts(store)) == {"fine"}
 
 
+@pytest.mark.sqlite_only  # the database file inside the vault is what is skipped
 def test_walk_skips_hidden_and_dependency_folders_and_the_database(
     tmp_path: Path, vault: Path, write: Writer
 ) -> None:
@@ -208,8 +211,7 @@ def test_walk_skips_hidden_and_dependency_folders_and_the_database(
 
 
 def test_second_sync_waits_or_refuses_with_no_wait(store: ContextGraph, vault: Path) -> None:
-    assert store.database_path is not None
-    with sync_lock(store.database_path):
+    with lock_database(store.engine):
         with pytest.raises(SyncInProgress):
             store.sync([vault], wait=False)
         done = threading.Event()
@@ -225,12 +227,14 @@ def test_second_sync_waits_or_refuses_with_no_wait(store: ContextGraph, vault: P
     assert done.is_set()
 
 
-def test_small_batches_give_the_same_store(db_path: Path, tmp_path: Path, write: Writer) -> None:
+def test_small_batches_give_the_same_store(
+    new_db: DbFactory, tmp_path: Path, write: Writer
+) -> None:
     vault = tmp_path / "v"
     for i in range(25):
         write(f"n{i}.md", f"[[C{i % 7}]] [[C{(i * 3) % 11}]] [[Hub]]", root=vault)
-    one = ContextGraph.open(tmp_path / "one.db", settings=Settings(batch_files=2))
-    two = ContextGraph.open(tmp_path / "two.db", settings=Settings(batch_files=1000))
+    one = ContextGraph.open(new_db("one"), settings=Settings(batch_files=2))
+    two = ContextGraph.open(new_db("two"), settings=Settings(batch_files=1000))
     one.sync([vault])
     two.sync([vault])
     assert snapshot(one) == snapshot(two)
@@ -239,17 +243,17 @@ def test_small_batches_give_the_same_store(db_path: Path, tmp_path: Path, write:
 
 
 def test_process_pool_extraction_gives_the_same_store(
-    tmp_path: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+    new_db: DbFactory, tmp_path: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from contextgraph import sync as sync_module
 
     vault = tmp_path / "v"
     for i in range(40):
         write(f"d{i % 3}/n{i}.md", f"[[C{i % 7}]] [[C{(i * 3) % 11}]] [[Hub]]", root=vault)
-    inline = ContextGraph.open(tmp_path / "inline.db", settings=Settings(workers=1))
+    inline = ContextGraph.open(new_db("inline"), settings=Settings(workers=1))
     inline.sync([vault])
     monkeypatch.setattr(sync_module, "POOL_THRESHOLD", 1)
-    pooled = ContextGraph.open(tmp_path / "pooled.db", settings=Settings(workers=2))
+    pooled = ContextGraph.open(new_db("pooled"), settings=Settings(workers=2))
     pooled.sync([vault])
     assert snapshot(inline) == snapshot(pooled)
     inline.close()
@@ -303,20 +307,26 @@ def _apply_edit(vault: Path, edit: tuple[object, ...]) -> None:
 )
 @given(steps=st.lists(st.lists(edit_strategy, min_size=1, max_size=4), min_size=1, max_size=4))
 def test_incremental_sync_equals_a_from_scratch_sync(
-    tmp_path_factory: pytest.TempPathFactory, steps: list[list[tuple[object, ...]]]
+    tmp_path_factory: pytest.TempPathFactory,
+    new_db: DbFactory,
+    steps: list[list[tuple[object, ...]]],
 ) -> None:
     base = tmp_path_factory.mktemp("inv")
     vault = base / "vault"
     vault.mkdir()
-    live = ContextGraph.open(base / "live.db", settings=Settings(batch_files=2))
+    live_url = new_db("live")
+    live = ContextGraph.open(live_url, settings=Settings(batch_files=2))
     live.sync([vault], name="v")
     for i, step in enumerate(steps):
         for edit in step:
             _apply_edit(vault, edit)
         live.sync()
-        fresh = ContextGraph.open(base / f"fresh{i}.db")
+        fresh_url = new_db(f"fresh{i}")
+        fresh = ContextGraph.open(fresh_url)
         fresh.sync([vault], name="v")
         assert snapshot(live) == snapshot(fresh)
         assert live.doctor().ok
         fresh.close()
+        new_db.drop(fresh_url)
     live.close()
+    new_db.drop(live_url)

@@ -10,6 +10,8 @@ from helpers import Writer
 from contextgraph import ContextGraph, InvalidArgument
 from contextgraph.cli import cli
 
+pytestmark = pytest.mark.engines("sqlite", "postgresql")
+
 
 def test_visualize_draws_the_neighbourhood_with_counts_and_communities(
     store: ContextGraph, vault: Path, write: Writer
@@ -47,12 +49,12 @@ def test_never_more_than_max_nodes(store: ContextGraph, vault: Path, write: Writ
     assert len(re.findall(r"\bn\d+\[", chart)) == 10
 
 
-def test_visualize_command(store: ContextGraph, db_path: Path, vault: Path, write: Writer) -> None:
+def test_visualize_command(store: ContextGraph, db_url: str, vault: Path, write: Writer) -> None:
     write("a.md", "[[Q]] [[A]]")
     store.sync([vault])
-    result = CliRunner().invoke(cli, ["--db", str(db_path), "visualize", "Q", "--depth", "9"])
+    result = CliRunner().invoke(cli, ["--db", db_url, "visualize", "Q", "--depth", "9"])
     assert result.exit_code == 2 and "--depth" in result.stderr  # a usage error (SPEC §10)
-    result = CliRunner().invoke(cli, ["--db", str(db_path), "visualize", "Q"])
+    result = CliRunner().invoke(cli, ["--db", db_url, "visualize", "Q"])
     assert result.exit_code == 0 and result.stdout.startswith("flowchart")
 
 

@@ -17,6 +17,11 @@ down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+_BIGINT = sa.Integer().with_variant(sa.BigInteger(), "postgresql")
+# Byte-wise text order on PostgreSQL too (SQLite's BINARY collation).
+_STR = sa.String().with_variant(sa.String(collation="C"), "postgresql")
+_TEXT = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+
 
 def upgrade() -> None:
 
@@ -29,7 +34,7 @@ def upgrade() -> None:
     op.create_table(
         "community_runs",
         sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("algorithm", sa.String(), nullable=False),
+        sa.Column("algorithm", _STR, nullable=False),
         sa.Column("resolution", sa.Float(), nullable=False),
         sa.Column("seed", sa.Integer(), nullable=False),
         sa.Column("modularity", sa.Float(), nullable=False),
@@ -42,15 +47,15 @@ def upgrade() -> None:
     )
     op.create_table(
         "meta",
-        sa.Column("key", sa.String(), nullable=False),
-        sa.Column("value", sa.String(), nullable=False),
+        sa.Column("key", _STR, nullable=False),
+        sa.Column("value", _STR, nullable=False),
         sa.PrimaryKeyConstraint("key", name=op.f("pk_meta")),
     )
     op.create_table(
         "sources",
         sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("name", sa.String(), nullable=False),
-        sa.Column("root", sa.String(), nullable=False),
+        sa.Column("name", _STR, nullable=False),
+        sa.Column("root", _STR, nullable=False),
         sa.Column("created_at", sa.Float(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_sources")),
         sa.UniqueConstraint("name", name=op.f("uq_sources_name")),
@@ -59,20 +64,21 @@ def upgrade() -> None:
         "files",
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("source_id", sa.Integer(), nullable=False),
-        sa.Column("path", sa.String(), nullable=False),
-        sa.Column("kind", sa.String(), nullable=False),
-        sa.Column("size", sa.Integer(), nullable=False),
-        sa.Column("mtime_ns", sa.Integer(), nullable=False),
-        sa.Column("hash", sa.String(), nullable=False),
-        sa.Column("title", sa.String(), nullable=True),
+        sa.Column("path", _STR, nullable=False),
+        sa.Column("kind", _STR, nullable=False),
+        # 8-byte on PostgreSQL (nanosecond mtimes); SQLite's INTEGER is 8-byte already.
+        sa.Column("size", _BIGINT, nullable=False),
+        sa.Column("mtime_ns", _BIGINT, nullable=False),
+        sa.Column("hash", _STR, nullable=False),
+        sa.Column("title", _STR, nullable=True),
         sa.Column("created", sa.Float(), nullable=True),
         sa.Column("modified", sa.Float(), nullable=False),
         sa.Column("last_accessed", sa.Float(), nullable=True),
-        sa.Column("text", sa.Text(), nullable=True),
-        sa.Column("facts", sa.Text(), nullable=True),
+        sa.Column("text", _TEXT, nullable=True),
+        sa.Column("facts", _TEXT, nullable=True),
         sa.Column("concept_count", sa.Integer(), nullable=False),
         sa.Column("pairs", sa.Integer(), nullable=False),
-        sa.Column("warning", sa.String(), nullable=True),
+        sa.Column("warning", _STR, nullable=True),
         sa.ForeignKeyConstraint(
             ["source_id"],
             ["sources.id"],
@@ -88,12 +94,12 @@ def upgrade() -> None:
     op.create_table(
         "entities",
         sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("kind", sa.String(), nullable=False),
-        sa.Column("key", sa.String(), nullable=False),
-        sa.Column("name", sa.String(), nullable=False),
-        sa.Column("name_lower", sa.String(), nullable=False),
+        sa.Column("kind", _STR, nullable=False),
+        sa.Column("key", _STR, nullable=False),
+        sa.Column("name", _STR, nullable=False),
+        sa.Column("name_lower", _STR, nullable=False),
         sa.Column("file_id", sa.Integer(), nullable=True),
-        sa.Column("path", sa.String(), nullable=True),
+        sa.Column("path", _STR, nullable=True),
         sa.Column("community_id", sa.Integer(), nullable=True),
         sa.ForeignKeyConstraint(
             ["file_id"], ["files.id"], name=op.f("fk_entities_file_id_files"), ondelete="CASCADE"
@@ -157,7 +163,7 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("src_id", sa.Integer(), nullable=False),
         sa.Column("dst_id", sa.Integer(), nullable=False),
-        sa.Column("type", sa.String(), nullable=False),
+        sa.Column("type", _STR, nullable=False),
         sa.Column("weight", sa.Float(), nullable=False),
         sa.Column("file_id", sa.Integer(), nullable=False),
         sa.ForeignKeyConstraint(

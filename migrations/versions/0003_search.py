@@ -11,6 +11,7 @@ so ``validate`` finds ``validator`` and ``tokens`` finds ``token``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -20,6 +21,8 @@ revision: str = "0003_search"
 down_revision: str | None = "0002_fts"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+log = logging.getLogger(__name__)
 
 _DROP = (
     "DROP TRIGGER IF EXISTS files_fts_update",
@@ -115,7 +118,124 @@ def _fill_search_columns() -> None:
         last = rows[-1].id
 
 
+# PostgreSQL: the ``tsvector`` of 0002 now spans the four columns, weighted A title, B meta,
+# C text, D parts (search.COLUMN_WEIGHTS sets the weight of each label at query time), through
+# the ``contextgraph`` configuration: 'simple' words, then diacritics removed (``unaccent``,
+# where the server offers it) and English stems (Snowball, with no stopword list, so no word is
+# dropped) -- what FTS5's 'porter unicode61 remove_diacritics 2' does on SQLite.
+_PG_VECTOR = """CREATE FUNCTION contextgraph_search_vector(
+        title text, body text, meta text, parts text) RETURNS tsvector
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+    head tsvector := setweight(
+            to_tsvector('contextgraph', contextgraph_search_words(title)), 'A')
+        || setweight(to_tsvector('contextgraph', contextgraph_search_words(meta)), 'B');
+BEGIN
+    IF length(coalesce(body, '')) + length(coalesce(parts, '')) <= 100000 THEN
+        RETURN head
+            || setweight(to_tsvector('contextgraph', contextgraph_search_words(body)), 'C')
+            || setweight(to_tsvector('contextgraph', contextgraph_search_words(parts)), 'D');
+    END IF;
+    BEGIN
+        RETURN head
+            || setweight(to_tsvector('contextgraph', contextgraph_search_words(body)), 'C')
+            || setweight(to_tsvector('contextgraph', contextgraph_search_words(parts)), 'D');
+    EXCEPTION WHEN program_limit_exceeded THEN
+        -- over a tsvector's 1 MB: the start of the text, without word positions
+        RETURN head
+            || setweight(strip(to_tsvector('contextgraph',
+                contextgraph_search_words(left(body, 500000)))), 'C')
+            || setweight(strip(to_tsvector('contextgraph',
+                contextgraph_search_words(left(parts, 200000)))), 'D');
+    END;
+END $$"""
+_PG_WORD_TYPES = (
+    "asciiword, word, numword, asciihword, hword, numhword, hword_asciipart, hword_part,"
+    " hword_numpart"
+)
+PG_CREATE = (
+    "CREATE TEXT SEARCH DICTIONARY contextgraph_stem (TEMPLATE = snowball, Language = english)",
+    "CREATE TEXT SEARCH CONFIGURATION contextgraph (COPY = simple)",
+    _PG_VECTOR,
+    """CREATE OR REPLACE FUNCTION files_search_tsv() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        NEW.search_tsv := contextgraph_search_vector(
+            NEW.title, NEW.text, NEW.search_meta, NEW.search_parts);
+        RETURN NEW;
+    END $$""",
+    "DROP TRIGGER files_search_tsv ON files",
+    """CREATE TRIGGER files_search_tsv
+        BEFORE INSERT OR UPDATE OF title, text, search_meta, search_parts ON files
+        FOR EACH ROW EXECUTE FUNCTION files_search_tsv()""",
+    "DROP FUNCTION contextgraph_search_vector(text, text)",
+    "UPDATE files SET search_tsv = contextgraph_search_vector(title, text, search_meta,"
+    " search_parts)",
+)
+# Back to 0002's two-column vector.
+PG_DROP = (
+    """CREATE FUNCTION contextgraph_search_vector(title text, body text) RETURNS tsvector
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT setweight(to_tsvector('simple', contextgraph_search_words(title)), 'A')
+            || setweight(to_tsvector('simple', contextgraph_search_words(left(body, 500000))),
+                         'B') $$""",
+    """CREATE OR REPLACE FUNCTION files_search_tsv() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        NEW.search_tsv := contextgraph_search_vector(NEW.title, NEW.text);
+        RETURN NEW;
+    END $$""",
+    "DROP TRIGGER files_search_tsv ON files",
+    """CREATE TRIGGER files_search_tsv BEFORE INSERT OR UPDATE OF title, text ON files
+        FOR EACH ROW EXECUTE FUNCTION files_search_tsv()""",
+    "DROP FUNCTION contextgraph_search_vector(text, text, text, text)",
+    "DROP TEXT SEARCH CONFIGURATION contextgraph",
+    "DROP TEXT SEARCH DICTIONARY contextgraph_stem",
+    "UPDATE files SET search_tsv = contextgraph_search_vector(title, text)",
+)
+# Text compared byte-wise on PostgreSQL, as every text column (models.LongText).
+_TEXT = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+
+
+def _pg_upgrade() -> None:
+    bind = op.get_bind()
+    op.add_column("files", sa.Column("search_meta", _TEXT, nullable=True))
+    op.add_column("files", sa.Column("search_parts", _TEXT, nullable=True))
+    _fill_search_columns()
+    for statement in PG_CREATE[:2]:
+        op.execute(statement)
+    filters = "contextgraph_stem"
+    if _pg_unaccent(bind):
+        filters = "unaccent, contextgraph_stem"
+    op.execute(
+        f"ALTER TEXT SEARCH CONFIGURATION contextgraph ALTER MAPPING FOR {_PG_WORD_TYPES}"
+        f" WITH {filters}"
+    )
+    for statement in PG_CREATE[2:]:
+        op.execute(statement)
+
+
+def _pg_unaccent(bind: sa.Connection) -> bool:
+    """Make the ``unaccent`` extension available if the server has it and we may."""
+    if bind.exec_driver_sql("SELECT 1 FROM pg_extension WHERE extname = 'unaccent'").first():
+        return True
+    available = bind.exec_driver_sql(
+        "SELECT 1 FROM pg_available_extensions WHERE name = 'unaccent'"
+    ).first()
+    if not available:
+        log.warning("PostgreSQL has no unaccent extension: search keeps diacritics")
+        return False
+    try:
+        with bind.begin_nested():
+            bind.exec_driver_sql("CREATE EXTENSION unaccent")
+    except sa.exc.DBAPIError as exc:
+        log.warning("cannot create the unaccent extension (%s): search keeps diacritics", exc.orig)
+        return False
+    return True
+
+
 def upgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        _pg_upgrade()
+        return
     for statement in _DROP:
         op.execute(statement)
     op.add_column("files", sa.Column("search_meta", sa.Text(), nullable=True))
@@ -126,6 +246,12 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        for statement in PG_DROP:
+            op.execute(statement)
+        op.execute("ALTER TABLE files DROP COLUMN search_parts")
+        op.execute("ALTER TABLE files DROP COLUMN search_meta")
+        return
     for statement in _DROP:
         op.execute(statement)
     # Plain ALTER TABLE (SQLite 3.35+): a batch copy of `files` would cascade-delete its
