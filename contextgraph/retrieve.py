@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, select
+from sqlalchemy import Connection, func, select
 
 from contextgraph.errors import InvalidArgument, NotFound
 from contextgraph.ftsquery import Term, build_match, query_terms
@@ -59,7 +59,6 @@ T_MENTIONS = table_of(Mention)
 # Aliases built once: building one per call costs SQLAlchemy more than the query costs SQLite.
 _SRC = T_ENTITIES.alias("src")
 _DST = T_ENTITIES.alias("dst")
-_OTHER_MENTION = T_MENTIONS.alias("other")
 
 CHARS_PER_TOKEN = 4
 _SCAN_CHARS = 50_000  # of a file's text, read for the matched words of its "why"
@@ -297,6 +296,20 @@ def _verb(types: set[str]) -> str:
     return "used by"
 
 
+def _file_info(conn: Connection, file_ids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
+    """(source name, path, kind) of each file."""
+    f, src = T_FILES, T_SOURCES
+    info: dict[int, tuple[str, str, str]] = {}
+    for chunk in chunked(list(file_ids)):
+        for row in conn.execute(
+            select(f.c.id, src.c.name, f.c.path, f.c.kind)
+            .join(src, src.c.id == f.c.source_id)
+            .where(f.c.id.in_(chunk))
+        ):
+            info[int(row.id)] = (row.name, row.path, row.kind)
+    return info
+
+
 def _file_degrees(
     conn: Connection, file_ids: Iterable[int]
 ) -> tuple[dict[int, int], int, dict[int, tuple[str, str, str]]]:
@@ -342,26 +355,25 @@ def _file_degrees(
 def _note_neighbours(
     conn: Connection, seeds: list[_Scored], scored: dict[int, _Scored], settings: Settings
 ) -> None:
-    """Spread each note seed's strength to the notes linking the same concepts, by rarity."""
+    """Spread each note seed's strength to the notes linking the same concepts, by rarity.
+
+    A concept linked by more than ``retrieve_concept_fanout`` notes is a hub: it is not followed
+    (its share of the notes would damp it to little anyway, and fanning out through it would
+    read a large part of the vault for one question).
+    """
     strength = {s.file_id: s.lexical for s in seeds if s.kind == "note"}
     if not strength:
         return
-    m, other = T_MENTIONS, _OTHER_MENTION
-    e, f = T_ENTITIES, T_FILES
-    rows = conn.execute(
-        select(m.c.file_id.label("seed"), other.c.file_id.label("note"), e.c.name, m.c.concept_id)
-        .select_from(
-            m.join(
-                other, and_(other.c.concept_id == m.c.concept_id, other.c.file_id != m.c.file_id)
-            ).join(e, e.c.id == m.c.concept_id)
-        )
+    m, e, f = T_MENTIONS, T_ENTITIES, T_FILES
+    linked = conn.execute(
+        select(m.c.file_id, m.c.concept_id, e.c.name)
+        .join(e, e.c.id == m.c.concept_id)
         .where(m.c.file_id.in_(list(strength)))
     ).all()
-    if not rows:
+    if not linked:
         return
-    concepts = {int(r.concept_id) for r in rows}
     df: dict[int, int] = {}
-    for chunk in chunked(list(concepts)):
+    for chunk in chunked(list({int(r.concept_id) for r in linked})):
         df.update(
             {
                 int(c): int(n)
@@ -372,30 +384,40 @@ def _note_neighbours(
                 )
             }
         )
+    followed = {c for c, n in df.items() if 1 < n <= settings.retrieve_concept_fanout}
+    if not followed:
+        return
     population = int(
         conn.execute(select(func.count()).select_from(f).where(f.c.kind == "note")).scalar_one()
     )
-    _, _, info = _file_degrees(conn, {int(r.note) for r in rows})
-    for row in rows:
-        note = int(row.note)
-        if note not in info:
+    notes_of: dict[int, list[int]] = defaultdict(list)
+    for chunk in chunked(sorted(followed)):
+        for note, concept in conn.execute(
+            select(m.c.file_id, m.c.concept_id).where(m.c.concept_id.in_(chunk))
+        ):
+            notes_of[int(concept)].append(int(note))
+    info = _file_info(conn, {n for notes in notes_of.values() for n in notes})
+    for row in linked:
+        seed, concept = int(row.file_id), int(row.concept_id)
+        if concept not in followed:
             continue
         contribution = (
-            strength[int(row.seed)]
+            strength[seed]
             * settings.retrieve_concept_weight
-            * _specificity(
-                df.get(int(row.concept_id), 0), population, settings.retrieve_hub_damping
-            )
+            * _specificity(df[concept], population, settings.retrieve_hub_damping)
         )
         if contribution <= 0:
             continue
-        target = scored.get(note)
-        if target is None:
-            source_name, path, kind = info[note]
-            target = scored[note] = _Scored(note, source_name, path, kind)
-        target.graph += contribution
-        reason = f"links [[{row.name}]] like seed note {scored[int(row.seed)].path}"
-        target.reasons[reason] = target.reasons.get(reason, 0.0) + contribution
+        reason = f"links [[{row.name}]] like seed note {scored[seed].path}"
+        for note in notes_of[concept]:
+            if note == seed or note not in info:
+                continue
+            target = scored.get(note)
+            if target is None:
+                source_name, path, kind = info[note]
+                target = scored[note] = _Scored(note, source_name, path, kind)
+            target.graph += contribution
+            target.reasons[reason] = target.reasons.get(reason, 0.0) + contribution
 
 
 # -- the pack -------------------------------------------------------------------------------

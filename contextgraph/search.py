@@ -10,8 +10,8 @@ names) and the other spellings of the body's identifiers (``COLUMN_WEIGHTS``).
 Ranking is exact and two-staged: FTS5 hands over the best ``n`` matches by bm25 alone (in C,
 with a LIMIT), then decay weighs just those. Since a decay weight is at most 1, no match outside
 the first ``n`` can score above the ``n``-th bm25; when the page's last hit scores above that
-bound the page is final, else ``n`` doubles. Common words that match most of a vault no longer
-cost a decay computation per match.
+bound the page is final. Otherwise (old notes, whose decay pulls every score down) SQLite ranks
+every match by bm25 × decay in one statement with a LIMIT, as it always could.
 """
 
 from __future__ import annotations
@@ -152,22 +152,22 @@ def ranked_matches(
     bm25 = fts.rank
     decay = weight_sql(f, now, settings)
     n = max(MIN_CANDIDATES, 2 * top)
-    while True:
-        rows = conn.execute(
-            select(
-                f.c.id,
-                s.c.name,
-                f.c.path,
-                f.c.kind,
-                f.c.title,
-                bm25.label("bm25"),
-                decay.label("decay"),
-            )
-            .select_from(joined)
-            .where(*conditions)
-            .order_by(bm25)  # lower is better: FTS5's bm25 is negative
-            .limit(n)
-        ).all()
+    columns = (
+        f.c.id,
+        s.c.name,
+        f.c.path,
+        f.c.kind,
+        f.c.title,
+        bm25.label("bm25"),
+        decay.label("decay"),
+    )
+    for stage in (1, 2):
+        query = select(*columns).select_from(joined).where(*conditions)
+        if stage == 1:  # the best n by bm25 alone (lower is better: FTS5's bm25 is negative)
+            query = query.order_by(bm25).limit(n)
+        else:  # stage 1 could not prove its page final: let SQLite rank every match at once
+            query = query.order_by((-bm25 * decay).desc(), f.c.path, s.c.name).limit(top)
+        rows = conn.execute(query).all()
         scored = sorted(
             (
                 Candidate(
@@ -184,12 +184,12 @@ def ranked_matches(
             ),
             key=lambda c: (-c.score, c.path, c.source),
         )
-        if len(rows) < n or len(scored) < top:
-            return scored[:top], total
+        if stage == 2 or len(rows) < n or len(scored) < top:
+            break
         bound = -float(rows[-1].bm25)  # no unseen match scores above this
         if scored[top - 1].score > bound:
-            return scored[:top], total
-        n *= 4
+            break
+    return scored[:top], total
 
 
 def search(

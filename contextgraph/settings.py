@@ -67,6 +67,7 @@ class Settings:
     retrieve_import_weight: float = 1.0  # an import (either way) or inheritance between files
     retrieve_reference_weight: float = 0.5  # symbol references between files, no import
     retrieve_concept_weight: float = 1.0  # notes sharing linked concepts
+    retrieve_concept_fanout: int = 100  # a concept in more notes is a hub, not followed
     retrieve_hub_damping: float = 1.0  # exponent of the hub specificity (0 = hubs not damped)
     retrieve_prior_weight: float = 0.45  # a file's size prior (log bytes over the largest)
     # Concurrency (SPEC §12).
@@ -110,7 +111,7 @@ class Settings:
             raise InvalidArgument("grace_days must be >= 0 and half_life_days > 0")
         if self.community_resolution <= 0:
             raise InvalidArgument("community_resolution must be positive")
-        for name in ("retrieve_candidates", "retrieve_seeds"):
+        for name in ("retrieve_candidates", "retrieve_seeds", "retrieve_concept_fanout"):
             if getattr(self, name) < 1:
                 raise InvalidArgument(f"{name} must be at least 1")
         weights = (
