@@ -226,11 +226,12 @@ def qmark(bind: Connection | Engine, sql: str) -> str:
 def has_table(conn: Connection, table: str) -> bool:
     """True when ``table`` exists (SQLite reads ``sqlite_master`` directly: no reflection)."""
     if name_of(conn) == SQLITE:
-        from sqlalchemy import text
+        from sqlalchemy import column, literal, select
+        from sqlalchemy import table as table_clause
 
+        master = table_clause("sqlite_master", column("type"), column("name"))
         row = conn.execute(
-            text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"),
-            {"name": table},
+            select(literal(1)).where(master.c.type == "table", master.c.name == table)
         ).first()
         return row is not None
     return bool(inspect(conn).has_table(table))

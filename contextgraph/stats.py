@@ -236,9 +236,9 @@ _STALE_FTS = {
 def engine_info(conn: Connection) -> dict[str, str]:
     """The database engine (``sqlite`` | ``postgresql``) and its version."""
     if conn.dialect.name == "postgresql":
-        version = conn.execute(text("SHOW server_version")).scalar_one()
+        version = conn.execute(select(func.current_setting("server_version"))).scalar_one()
     else:
-        version = conn.execute(text("SELECT sqlite_version()")).scalar_one()
+        version = conn.execute(select(func.sqlite_version())).scalar_one()
     return {"engine": conn.dialect.name, "serverVersion": str(version)}
 
 
@@ -246,7 +246,8 @@ def database_bytes(conn: Connection) -> int | None:
     """The size of a PostgreSQL database on its server (None for SQLite: its files are sized)."""
     if conn.dialect.name != "postgresql":
         return None
-    return int(conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one())
+    size = select(func.pg_database_size(func.current_database()))
+    return int(conn.execute(size).scalar_one())
 
 
 @dataclass
