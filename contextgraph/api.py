@@ -16,13 +16,14 @@ from contextgraph.errors import InvalidArgument
 from contextgraph.settings import Settings, parse_datetime
 from contextgraph.sources import SourceInfo, list_sources, register
 from contextgraph.stats import DoctorReport, counts, doctor
-from contextgraph.sync import Progress, SyncReport, run_sync
 
 if TYPE_CHECKING:  # the query modules load on first use: `contextgraph sync` never needs them
+    # and sync (scan, extraction, the process pool) loads only for a sync: queries never need it
     from contextgraph.context import Context
     from contextgraph.expand import ExpandResult
     from contextgraph.notes import Note
     from contextgraph.search import SearchResult
+    from contextgraph.sync import Progress, SyncReport
 
 
 def clean(text: str) -> str:
@@ -113,6 +114,8 @@ class ContextGraph:
         progress: Progress | None = None,
     ) -> SyncReport:
         """Sync ``paths`` (registering new ones), or every registered source when none given."""
+        from contextgraph.sync import run_sync
+
         if name is not None and len(paths) > 1:
             raise InvalidArgument("--name applies to a single PATH")
         chosen = [self.add_source(p, name=name).name for p in paths]

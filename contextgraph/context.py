@@ -18,10 +18,9 @@ from sqlalchemy import Connection, Select, bindparam, func, literal, select
 from contextgraph.decay import reference_sql
 from contextgraph.errors import InvalidArgument
 from contextgraph.models import ConceptRelation, Entity, File, Mention, Source, table_of
+from contextgraph.names import normalize
 from contextgraph.neighbourhood import Neighbourhoods, cooccurrences, weighted_score
-from contextgraph.preview import content_preview
 from contextgraph.settings import Settings
-from contextgraph.wikilinks import find_links, normalize
 
 T_ENTITIES = table_of(Entity)
 T_CREL = table_of(ConceptRelation)
@@ -116,6 +115,8 @@ class Context:
 def concept_key(name: str) -> str:
     """Normalise a concept as typed: ``Machine Learning`` and ``[[Machine Learning|ML]]`` agree."""
     if _WRAPPED.match(name):
+        from contextgraph.wikilinks import find_links  # the markdown parser: only when needed
+
         links = find_links(name.strip())
         if links:
             return links[0].concept
@@ -255,6 +256,8 @@ def _previews(
     files: dict[int, list[tuple[str, int]]],
     settings: Settings,
 ) -> dict[int, dict[str, str]]:
+    from contextgraph.preview import content_preview  # loads the markdown parser
+
     ids = sorted({fid for entries in files.values() for _, fid in entries})
     texts = dict(
         conn.execute(select(T_FILES.c.id, T_FILES.c.text).where(T_FILES.c.id.in_(ids))).all()

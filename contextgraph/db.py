@@ -234,13 +234,14 @@ def alembic_config(engine: Engine) -> Any:
 
 def current_revision(engine: Engine) -> str | None:
     """Return the database's Alembic revision, or None for a blank database."""
+    # One query on every open: a blank database has no alembic_version table at all.
     with read(engine) as conn:
-        has_table = conn.execute(
-            text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'")
-        ).first()
-        if not has_table:
-            return None
-        row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
+        try:
+            row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
+        except OperationalError as exc:
+            if "no such table" in str(exc.orig):
+                return None
+            raise
         return None if row is None else str(row[0])
 
 

@@ -69,7 +69,6 @@ Performance design of :func:`find_links` (the cheapest applicable exact method i
 from __future__ import annotations
 
 import re
-import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -84,6 +83,8 @@ from markdown_it.common.utils import normalizeReference
 from markdown_it.helpers import parseLinkDestination, parseLinkTitle
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
 from markdown_it.rules_inline.autolink import AUTOLINK_RE, EMAIL_RE
+
+from contextgraph.names import normalize
 
 __all__ = [
     "ATTACHMENT_EXTENSIONS",
@@ -126,18 +127,7 @@ ATTACHMENT_EXTENSIONS: frozenset[str] = frozenset(
 # Names
 # --------------------------------------------------------------------------------------------
 
-_SEPARATORS_RE = re.compile(r"[\s_/\\-]+")
-
-
-def normalize(name: str) -> str:
-    """Normalise a link target to its concept name ("" when nothing is left).
-
-    The length limit is not applied here; see :func:`is_valid_concept`.
-    """
-    s = unicodedata.normalize("NFC", name).strip().lower()
-    if not unicodedata.is_normalized("NFC", s):  # lower() may leave a non-NFC string
-        s = unicodedata.normalize("NFC", s)
-    return _SEPARATORS_RE.sub("-", s).strip("-")
+# normalize() lives in contextgraph.names (queries import it without the markdown parser).
 
 
 def is_valid_concept(name: str) -> bool:
