@@ -30,7 +30,7 @@ from contextgraph.errors import DatabaseError
 log = logging.getLogger(__name__)
 
 # The newest Alembic revision; tests/test_migrations.py checks it matches migrations/versions.
-SCHEMA_HEAD = "0002_fts"
+SCHEMA_HEAD = "0004_relation_weights"
 
 _engines: weakref.WeakSet[Engine] = weakref.WeakSet()
 

@@ -103,6 +103,18 @@ class Neighbourhoods:
                 state = _State(key=key)
                 self._states[url] = state
         self.state = state
+        self.version = key[0]
+        self._precomputed: bool | None = None  # whether contextgraph.weights may be read
+
+    def _weights_valid(self) -> bool:
+        if self._precomputed is None:
+            from contextgraph import weights
+
+            stored = weights.stored_state(self.conn)
+            self._precomputed = stored is not None and stored == weights.state_for(
+                self.version, self.settings
+            )
+        return self._precomputed
 
     def names(self, ids: Iterable[int]) -> dict[int, tuple[str, int | None]]:
         """id -> (name, community id) for concept ids."""
@@ -164,6 +176,12 @@ class Neighbourhoods:
         cached = self.state.scored.get(cid)
         if cached is not None and cached.computed_at <= self.now < cached.valid_until:
             return cached
+        if self._weights_valid():
+            from contextgraph import weights
+
+            found = weights.load(self.conn, cid, self.now)
+            if found is not None:
+                return self._remember(cid, *found)
         joined, m1, m2, f = cooccurrences()
         reference = reference_sql(f)
         age = age_sql(reference, self.now)
@@ -193,6 +211,20 @@ class Neighbourhoods:
         names = self.names(edges)
         ranked = sorted(edges, key=lambda n: (-weighted_score(edges[n]), -edges[n][0], names[n][0]))
         result = Scored(edges, ranked, self.now, valid_until)
+        self.state.scored[cid] = result
+        self.state.edges += len(edges)
+        return result
+
+    def _remember(
+        self, cid: int, rows: list[tuple[int, int, float, str, int | None]], valid_until: float
+    ) -> Scored:
+        """Cache a precomputed list (already in rank order, names and communities included)."""
+        known = self.state.names
+        edges: dict[int, tuple[int, float]] = {}
+        for n, co, total, name, community in rows:
+            edges[n] = (co, total)
+            known[n] = (name, community)
+        result = Scored(edges, list(edges), self.now, valid_until)
         self.state.scored[cid] = result
         self.state.edges += len(edges)
         return result

@@ -203,6 +203,9 @@ def run_sync(
             report.graph_changed = True
             _recompute_communities(engine, settings, report)
         report.phases["communities"] = time.perf_counter() - t
+        t = time.perf_counter()
+        _refresh_weights(engine, settings)
+        report.phases["weights"] = time.perf_counter() - t
         _count(engine, report)
     report.phases["total"] = time.perf_counter() - started
     return report
@@ -214,6 +217,14 @@ def _recompute_communities(engine: Engine, settings: Settings, report: SyncRepor
     run = communities.recompute(engine, settings)
     report.communities = run.community_count
     report.modularity = run.modularity
+
+
+def _refresh_weights(engine: Engine, settings: Settings) -> None:
+    """Precompute BuildContext's weight sums when the graph (or a decay setting) changed."""
+    from contextgraph import weights
+
+    if not weights.is_current(engine, settings):
+        weights.refresh(engine, settings)
 
 
 def _database_files(db_path: Path | None) -> list[Path]:

@@ -19,6 +19,8 @@ EXPECTED_TABLES = {
     "files",
     "files_fts",
     "files_fts_config",
+    "relation_weights",
+    "relation_weight_windows",
     "files_fts_data",
     "files_fts_docsize",
     "files_fts_idx",
