@@ -179,9 +179,10 @@ class ContextGraph:
         page: int = 1,
         source: str | None = None,
         folder: str | None = None,
+        all_words: bool = False,
         now: datetime | str | None = None,
     ) -> SearchResult:
-        """Full-text search over notes and code, ranked by bm25 × recency."""
+        """Full-text search over notes and code: any word (or ``all_words``), bm25 × recency."""
         from contextgraph.search import search
 
         with db.read(self.engine) as conn:
@@ -194,6 +195,7 @@ class ContextGraph:
                 page=page,
                 source=None if source is None else clean(source),
                 folder=None if folder is None else clean(folder),
+                all_words=all_words,
             )
 
     def read(self, identifier: str, *, now: datetime | str | None = None) -> Note:

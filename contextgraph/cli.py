@@ -237,6 +237,7 @@ def expand(
 @click.option("--page", type=int, default=1, show_default=True, help="Page number.")
 @click.option("--source", default=None, help="Only this source.")
 @click.option("--folder", default=None, help="Only files under this source-relative folder.")
+@click.option("--all", "all_words", is_flag=True, help="Require every word (default: any).")
 @_json_option
 @click.pass_context
 def search(
@@ -246,11 +247,14 @@ def search(
     page: int,
     source: str | None,
     folder: str | None,
+    all_words: bool,
     as_json: bool,
 ) -> None:
-    """Full-text search of notes and code (words AND-ed, "quoted phrases")."""
+    """Full-text search of notes and code: any of the words, best first ("quoted phrases")."""
     with _graph(ctx) as graph:
-        result = graph.search(query, limit=limit, page=page, source=source, folder=folder)
+        result = graph.search(
+            query, limit=limit, page=page, source=source, folder=folder, all_words=all_words
+        )
     if as_json:
         _emit(result.as_dict())
         return

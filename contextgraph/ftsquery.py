@@ -13,7 +13,11 @@ double-quoted string, which FTS5 only ever tokenizes (never interprets as syntax
 * a *token* is a maximal run of characters that the ``unicode61`` tokenizer treats as token
   characters; tokens are copied verbatim (FTS5 does the case and diacritic folding), all
   other characters act as separators, so operator characters never reach FTS5;
-* terms are joined by spaces, i.e. FTS5's implicit ``AND``; duplicate terms are dropped;
+* a bare word is also asked for in its other spellings (``create_time`` as ``createtime``,
+  ``TokenValidator`` as ``token validator``), which ``contextgraph.searchterms`` indexes;
+* terms are joined by ``OR`` (any word; bm25 ranks more and rarer words first) or, for
+  ``all_words``, by ``AND``; duplicate terms are dropped, and English stopwords too while
+  other words remain;
 * NUL and lone surrogates are removed before anything else (SQLite cannot take the latter).
 
 The token-character test is exact for ``unicode61`` (with ``remove_diacritics 2`` and the
@@ -30,8 +34,12 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-__all__ = ["build_match", "is_token_char", "tokenize"]
+from contextgraph.searchterms import camel_parts
+from contextgraph.stopwords import STOPWORDS
+
+__all__ = ["Term", "build_match", "is_token_char", "query_terms", "tokenize"]
 
 # Hex code-point ranges ("A-B" inclusive, or a single "A") that FTS5's unicode61 tokenizer
 # (remove_diacritics 2, default categories "L* N* Co") treats as separators. Everything else
@@ -127,15 +135,18 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-def _segments(text: str) -> Iterator[str]:
-    """Yield the quoted phrases and bare words of ``text``, in order, without their quotes."""
+def _segments_with_kind(text: str) -> Iterator[tuple[str, bool]]:
+    """Yield the quoted phrases and bare words of ``text`` in order, without their quotes.
+
+    Each comes with ``True`` for a quoted phrase, ``False`` for a bare word.
+    """
     pos = 0
     length = len(text)
     while pos < length:
         if text[pos] == '"':
             close = text.find('"', pos + 1)
             end = length if close < 0 else close
-            yield text[pos + 1 : end]
+            yield text[pos + 1 : end], True
             pos = end + 1
             continue
         quote = text.find('"', pos)
@@ -144,12 +155,12 @@ def _segments(text: str) -> Iterator[str]:
         for ch in text[pos:end]:
             if ch.isspace() or ch in _WORD_BREAKS:
                 if word:
-                    yield "".join(word)
+                    yield "".join(word), False
                     word = []
             else:
                 word.append(ch)
         if word:
-            yield "".join(word)
+            yield "".join(word), False
         pos = end
 
 
@@ -157,25 +168,63 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def build_match(query: str) -> str | None:
-    """Build an FTS5 ``MATCH`` expression for the user input ``query``.
+@dataclass(frozen=True)
+class Term:
+    """One word or phrase of a query, with every spelling the index may hold it in."""
 
-    Returns ``None`` when ``query`` contains no searchable token (empty, whitespace or
-    punctuation only), so callers can skip the full-text search instead of sending FTS5
-    an expression it rejects. Examples::
+    text: str  # the tokens as typed, space-separated
+    spellings: tuple[str, ...]  # FTS5 strings (unquoted), the first being ``text``
+    phrase: bool  # typed inside double quotes
 
-        build_match("hello world")             == '"hello" "world"'
-        build_match('"machine learning" ai')   == '"machine learning" "ai"'
-        build_match("c++ foo-bar NOT")         == '"c" "foo bar" "NOT"'
-    """
-    terms: list[str] = []
+    def expression(self) -> str:
+        if len(self.spellings) == 1:
+            return _quote(self.spellings[0])
+        return "(" + " OR ".join(_quote(s) for s in self.spellings) + ")"
+
+
+def _spellings(tokens: list[str]) -> tuple[str, ...]:
+    """``create_time`` → create time | createtime; ``TokenValidator`` → … | token validator."""
+    typed = " ".join(tokens)
+    out = {typed.lower(): typed}
+    if len(tokens) > 1:
+        out.setdefault("".join(tokens).lower(), "".join(tokens))
+    if all(t.isascii() for t in tokens):
+        split = " ".join(p for t in tokens for p in camel_parts(t))
+        out.setdefault(split, split)
+    return tuple(out.values())
+
+
+def query_terms(query: str) -> list[Term]:
+    """The words and phrases of ``query``, each once; stopwords go when other words remain."""
+    terms: list[Term] = []
     seen: set[str] = set()
-    for segment in _segments(_clean(query)):
+    for segment, phrase in _segments_with_kind(_clean(query)):
         tokens = tokenize(segment)
         if not tokens:
             continue
-        term = _quote(" ".join(tokens))
-        if term not in seen:
-            seen.add(term)
-            terms.append(term)
-    return " ".join(terms) if terms else None
+        typed = " ".join(tokens)
+        if typed.lower() in seen:
+            continue
+        seen.add(typed.lower())
+        terms.append(Term(typed, (typed,) if phrase else _spellings(tokens), phrase))
+    content = [t for t in terms if t.phrase or t.text.lower() not in STOPWORDS]
+    return content or terms
+
+
+def build_match(query: str, *, all_words: bool = False) -> str | None:
+    """Build an FTS5 ``MATCH`` expression for the user input ``query``.
+
+    Plain words match *any* of them (``OR``; bm25 ranks files holding more and rarer words
+    first), or every one of them with ``all_words``. Returns ``None`` when ``query`` holds no
+    searchable token (empty, whitespace or punctuation only), so callers can skip the search
+    instead of sending FTS5 an expression it rejects. Examples::
+
+        build_match("hello world")             == '"hello" OR "world"'
+        build_match('"machine learning" ai')   == '"machine learning" OR "ai"'
+        build_match("the parser")              == '"parser"'
+        build_match("c++ foo-bar", all_words=True) == '"c" AND ("foo bar" OR "foobar")'
+    """
+    terms = query_terms(query)
+    if not terms:
+        return None
+    return (" AND " if all_words else " OR ").join(t.expression() for t in terms)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from contextgraph.searchterms import identifier_parts, meta_terms
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,8 @@ class Prepared:
     dropped: int = 0
     warnings: tuple[str, ...] = ()
     facts: str | None = None  # code facts as JSON; None when the file does not parse
+    search_meta: str | None = None  # path words, heading, symbol names (searchterms.meta_terms)
+    search_parts: str | None = None  # other spellings of the text's identifiers
 
 
 def prepare(job: Job) -> Prepared:
@@ -74,10 +78,16 @@ def prepare(job: Job) -> Prepared:
         text = text[1:]
     common = {"size": size, "mtime_ns": mtime_ns, "hash": digest, "text": text}
     if job.kind == "note":
-        return _prepare_note(job, text, warnings, common)
-    if job.kind == "code":
-        return _prepare_code(job, text, warnings, common)
-    return Prepared(job.path, job.kind, "new", warnings=tuple(warnings), **common)  # type: ignore[arg-type]
+        prepared = _prepare_note(job, text, warnings, common)
+    elif job.kind == "code":
+        prepared = _prepare_code(job, text, warnings, common)
+    else:
+        prepared = Prepared(job.path, job.kind, "new", warnings=tuple(warnings), **common)  # type: ignore[arg-type]
+    return replace(
+        prepared,
+        search_meta=meta_terms(job.path, text, prepared.facts),
+        search_parts=identifier_parts(text),
+    )
 
 
 def _prepare_note(job: Job, text: str, warnings: list[str], common: dict[str, object]) -> Prepared:

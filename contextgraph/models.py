@@ -60,6 +60,10 @@ class File(Base):
     last_accessed: Mapped[float | None] = mapped_column(Float)  # set only by read()
     text: Mapped[str | None] = mapped_column(Text)
     facts: Mapped[str | None] = mapped_column(Text)  # parsed code facts (JSON), code files only
+    # Indexed beside title and text (contextgraph.searchterms): what names the file, and the
+    # other spellings of its identifiers.
+    search_meta: Mapped[str | None] = mapped_column(Text)
+    search_parts: Mapped[str | None] = mapped_column(Text)
     concept_count: Mapped[int] = mapped_column(Integer, default=0)
     pairs: Mapped[int] = mapped_column(Integer, default=1)  # 0 when over max_concepts_per_file
     warning: Mapped[str | None] = mapped_column(String)

@@ -1,11 +1,21 @@
 """Full-text search (SPEC §9): SQLite FTS5, ranked by bm25 × recency decay, with snippets.
 
-User input never reaches FTS5 unescaped: :func:`contextgraph.ftsquery.build_match` turns any
-text into quoted terms and phrases (plain words AND-ed, ``"quoted phrases"`` kept).
+A query is what a person or an LLM types. :mod:`contextgraph.ftsquery` turns it into quoted FTS5
+terms that match *any* word (or every word with ``all_words``), in every spelling the index
+holds (:mod:`contextgraph.searchterms`), so no input is a syntax error. bm25 weighs four
+columns: the title, the body, what names the file (path words, first heading, defined symbol
+names) and the other spellings of the body's identifiers (``COLUMN_WEIGHTS``).
+
+Ranking is exact and two-staged: FTS5 hands over the best ``n`` matches by bm25 alone (in C,
+with a LIMIT), then decay weighs just those. Since a decay weight is at most 1, no match outside
+the first ``n`` can score above the ``n``-th bm25; when the page's last hit scores above that
+bound the page is final, else ``n`` doubles. Common words that match most of a vault no longer
+cost a decay computation per match.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,18 +33,23 @@ from sqlalchemy import (
 
 from contextgraph import db
 from contextgraph.decay import weight_sql
-from contextgraph.errors import InvalidArgument
-from contextgraph.ftsquery import build_match
+from contextgraph.errors import InvalidArgument, NotFound
+from contextgraph.ftsquery import Term, build_match, query_terms
+from contextgraph.limits import MAX_QUERY_CHARS, SEARCH_LIMIT, SEARCH_PAGE
 from contextgraph.models import File, Source, table_of
 from contextgraph.notes import check_relative, file_uri
+from contextgraph.searchterms import body_start, camel_parts, display_title
 from contextgraph.settings import Settings
 
 T_FILES = table_of(File)
 T_SOURCES = table_of(Source)
 FTS = table("files_fts", column("rowid"))
 _FTS_NAME: ColumnClause[Any] = literal_column("files_fts")
-MAX_LIMIT = 100
-MAX_QUERY = 2000
+# bm25 weights of the index columns: title, text, search_meta, search_parts.
+COLUMN_WEIGHTS = (4.0, 1.0, 4.0, 1.0)
+SNIPPET_CHARS = 200
+_SNIPPET_SCAN = 20_000  # characters of a body searched for the snippet's matches
+MIN_CANDIDATES = 64
 
 
 @dataclass(frozen=True)
@@ -42,7 +57,7 @@ class SearchHit:
     uri: str
     path: str
     source: str
-    title: str | None
+    title: str
     snippet: str
     score: float
     bm25: float
@@ -79,6 +94,107 @@ class SearchResult:
         }
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """One match of the first stage, scored: what :func:`ranked_matches` returns."""
+
+    file_id: int
+    source: str
+    path: str
+    kind: str
+    title: str | None
+    score: float
+    bm25: float
+    decay_weight: float
+
+
+def check_query(query: str) -> None:
+    """Refuse a query longer than ``MAX_QUERY_CHARS`` with a clear message."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidArgument(
+            f"the query is {len(query)} characters long; at most {MAX_QUERY_CHARS} are read"
+        )
+
+
+def _check_source(conn: Connection, source: str | None) -> None:
+    if source is None:
+        return
+    found = conn.execute(select(T_SOURCES.c.id).where(T_SOURCES.c.name == source)).first()
+    if found is None:
+        raise NotFound(f"no source named {source if source.isprintable() else repr(source)}")
+
+
+def ranked_matches(
+    conn: Connection,
+    match: str,
+    *,
+    settings: Settings,
+    now: float,
+    top: int,
+    source: str | None = None,
+    folder: str | None = None,
+    kind: str | None = None,
+) -> tuple[list[Candidate], int]:
+    """The ``top`` best matches of an FTS5 expression by bm25 × decay, and the match count."""
+    f = T_FILES.alias("f")
+    s = T_SOURCES.alias("s")
+    conditions: list[ColumnElement[bool]] = [_FTS_NAME.op("MATCH")(literal(match))]
+    if source is not None:
+        conditions.append(s.c.name == source)
+    if kind is not None:
+        conditions.append(f.c.kind == kind)
+    if folder is not None and folder.strip("/ "):
+        prefix = check_relative(folder.strip("/ "))
+        conditions.append(f.c.path.like(db.escape_like(prefix) + "/%", escape="\\"))
+    joined = FTS.join(f, f.c.id == FTS.c.rowid).join(s, s.c.id == f.c.source_id)
+    total = int(
+        conn.execute(select(func.count()).select_from(joined).where(*conditions)).scalar_one()
+    )
+    if total == 0 or top <= 0:
+        return [], total
+    bm25 = func.bm25(_FTS_NAME, *COLUMN_WEIGHTS)
+    decay = weight_sql(f, now, settings)
+    n = max(MIN_CANDIDATES, 2 * top)
+    while True:
+        rows = conn.execute(
+            select(
+                f.c.id,
+                s.c.name,
+                f.c.path,
+                f.c.kind,
+                f.c.title,
+                bm25.label("bm25"),
+                decay.label("decay"),
+            )
+            .select_from(joined)
+            .where(*conditions)
+            .order_by(bm25)  # lower is better: FTS5's bm25 is negative
+            .limit(n)
+        ).all()
+        scored = sorted(
+            (
+                Candidate(
+                    int(r.id),
+                    r.name,
+                    r.path,
+                    r.kind,
+                    r.title,
+                    -float(r.bm25) * float(r.decay),
+                    float(r.bm25),
+                    float(r.decay),
+                )
+                for r in rows
+            ),
+            key=lambda c: (-c.score, c.path, c.source),
+        )
+        if len(rows) < n or len(scored) < top:
+            return scored[:top], total
+        bound = -float(rows[-1].bm25)  # no unseen match scores above this
+        if scored[top - 1].score > bound:
+            return scored[:top], total
+        n *= 4
+
+
 def search(
     conn: Connection,
     query: str,
@@ -89,59 +205,136 @@ def search(
     page: int = 1,
     source: str | None = None,
     folder: str | None = None,
+    all_words: bool = False,
 ) -> SearchResult:
-    """Find files whose title or text match ``query``; best bm25 × decay first."""
-    if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidArgument(f"limit must be between 1 and {MAX_LIMIT}")
-    if page < 1:
-        raise InvalidArgument("page must be 1 or more")
-    if len(query) > MAX_QUERY:
-        raise InvalidArgument(f"the query is longer than {MAX_QUERY} characters")
-    match = build_match(query)
+    """Find files whose title, path, symbols or text match ``query``; best bm25 × decay first."""
+    SEARCH_LIMIT.check(limit)
+    SEARCH_PAGE.check(page)
+    check_query(query)
+    _check_source(conn, source)
+    match = build_match(query, all_words=all_words)
     if match is None:
         return SearchResult(query, 0, page, limit, ())
-    f = T_FILES.alias("f")
-    s = T_SOURCES.alias("s")
-    conditions: list[ColumnElement[bool]] = [_FTS_NAME.op("MATCH")(literal(match))]
-    if source is not None:
-        conditions.append(s.c.name == source)
-    if folder is not None and folder.strip("/ "):
-        prefix = check_relative(folder.strip("/ "))
-        conditions.append(f.c.path.like(db.escape_like(prefix) + "/%", escape="\\"))
-    joined = FTS.join(f, f.c.id == FTS.c.rowid).join(s, s.c.id == f.c.source_id)
-    total = conn.execute(select(func.count()).select_from(joined).where(*conditions)).scalar_one()
-    # bm25() is lower-is-better (negative); the score flips it and weighs it by recency.
-    bm25 = func.bm25(_FTS_NAME, 2.0, 1.0)
-    decay = weight_sql(f, now, settings)
-    score = (-bm25 * decay).label("score")
-    snippet = func.snippet(_FTS_NAME, 1, "[", "]", "…", 16)
-    rows = conn.execute(
-        select(
-            s.c.name,
-            f.c.path,
-            f.c.title,
-            snippet.label("snippet"),
-            score,
-            bm25.label("bm25"),
-            decay.label("decay"),
-        )
-        .select_from(joined)
-        .where(*conditions)
-        .order_by(score.desc(), f.c.path)
-        .limit(limit)
-        .offset((page - 1) * limit)
+    top = page * limit
+    found, total = ranked_matches(
+        conn, match, settings=settings, now=now, top=top, source=source, folder=folder
     )
+    page_hits = found[(page - 1) * limit : top]
+    texts = _texts(conn, [c.file_id for c in page_hits])
+    highlighter = Highlighter(query_terms(query))
     hits = tuple(
         SearchHit(
-            uri=file_uri(r.name, r.path),
-            path=r.path,
-            source=r.name,
-            title=r.title,
-            snippet=r.snippet or "",
-            score=float(r.score),
-            bm25=float(r.bm25),
-            decay_weight=float(r.decay),
+            uri=file_uri(c.source, c.path),
+            path=c.path,
+            source=c.source,
+            title=display_title(c.title, texts.get(c.file_id), c.path),
+            snippet=highlighter.snippet(texts.get(c.file_id) or "", note=c.kind == "note"),
+            score=c.score,
+            bm25=c.bm25,
+            decay_weight=c.decay_weight,
         )
-        for r in rows
+        for c in page_hits
     )
-    return SearchResult(query, int(total), page, limit, hits)
+    return SearchResult(query, total, page, limit, hits)
+
+
+def _texts(conn: Connection, ids: list[int]) -> dict[int, str]:
+    """The first characters of each file's text (enough for a title and a snippet)."""
+    if not ids:
+        return {}
+    head = func.substr(T_FILES.c.text, 1, _SNIPPET_SCAN).label("head")
+    rows = conn.execute(select(T_FILES.c.id, head).where(T_FILES.c.id.in_(ids)))
+    return {int(r.id): r.head or "" for r in rows}
+
+
+class Highlighter:
+    """Cut a snippet around the query's words and mark them with ``**``.
+
+    FTS5's own ``snippet()`` cannot skip a note's frontmatter and marks with brackets, which
+    collide with WikiLinks; this reads the start of the stored text instead. The index stems
+    words (Porter), so a query word marks every word that starts like it (``validate`` marks
+    ``validation``), and both spellings of identifiers (``token`` marks ``TokenValidator``).
+    """
+
+    def __init__(self, terms: list[Term]) -> None:
+        stems: set[str] = set()
+        for term in terms:
+            for spelling in term.spellings:
+                for token in spelling.split():
+                    for part in camel_parts(token):
+                        stems.add(_stem(part))
+        alternatives = sorted((re.escape(s) for s in stems if s), key=len, reverse=True)
+        self._pattern = (
+            re.compile(
+                r"(?:(?<![0-9A-Za-z])|(?<=[a-z])(?=[A-Z])|(?<=_))(?:"
+                + "|".join(alternatives)
+                + r")[0-9a-z]*",
+                re.IGNORECASE,
+            )
+            if alternatives
+            else None
+        )
+
+    def snippet(self, text: str, *, note: bool) -> str:
+        """About ``SNIPPET_CHARS`` characters of ``text`` around its first dense run of matches."""
+        start = body_start(text) if note else 0
+        body = text[start:]
+        spans = (
+            [(m.start(), m.end()) for m in self._pattern.finditer(body)] if self._pattern else []
+        )
+        if not spans:
+            return _tidy(body[: SNIPPET_CHARS * 2], SNIPPET_CHARS)[0]
+        # The window (starting at a match) that holds the most matches.
+        best, best_count, j = 0, 0, 0
+        for i, (s, _) in enumerate(spans):
+            while j < len(spans) and spans[j][1] <= s + SNIPPET_CHARS:
+                j += 1
+            if j - i > best_count:
+                best, best_count = i, j - i
+        first = spans[best][0]
+        lead = body.rfind("\n", max(0, first - 40), first)
+        begin = lead + 1 if lead >= 0 else max(0, first - 40)
+        while begin > 0 and begin < first and not body[begin - 1].isspace():
+            begin += 1
+        end = begin + SNIPPET_CHARS
+        while end < len(body) and end < begin + SNIPPET_CHARS + 30 and not body[end].isspace():
+            end += 1
+        out: list[str] = ["…" if begin > 0 else ""]
+        pos = begin
+        for s, e in spans:
+            if s < begin or e > end:
+                continue
+            out.append(body[pos:s])
+            out.append("**" + body[s:e] + "**")
+            pos = e
+        out.append(body[pos:end])
+        text_out = " ".join("".join(out).split())
+        return text_out + ("…" if end < len(body) else "")
+
+
+def _stem(word: str) -> str:
+    """A prefix the word's inflections share: ``tokens`` → ``toke``, ``validate`` → ``valid``."""
+    word = word.lower()
+    if len(word) <= 4:
+        return word
+    return word[: max(4, len(word) - 3)]
+
+
+def _tidy(text: str, limit: int) -> tuple[str, bool]:
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat, False
+    cut = flat.rfind(" ", 0, limit)
+    return flat[: cut if cut > limit // 2 else limit] + "…", True
+
+
+__all__ = [
+    "COLUMN_WEIGHTS",
+    "Candidate",
+    "Highlighter",
+    "SearchHit",
+    "SearchResult",
+    "check_query",
+    "ranked_matches",
+    "search",
+]

@@ -99,7 +99,7 @@ def snapshot(graph: ContextGraph) -> dict[str, object]:
         "relations": "SELECT a.kind, a.key, b.kind, b.key, r.type, r.weight, f.path"
         " FROM relations r JOIN entities a ON a.id = r.src_id JOIN entities b ON b.id = r.dst_id"
         " JOIN files f ON f.id = r.file_id",
-        "fts": "SELECT rowid, title, text FROM files_fts",
+        "fts": "SELECT rowid, title, text, search_meta, search_parts FROM files_fts",
     }
     out: dict[str, object] = {}
     with db.read(graph.engine) as conn:

@@ -35,8 +35,8 @@ def db() -> Iterator[sqlite3.Connection]:
     conn.close()
 
 
-def search(conn: sqlite3.Connection, query: str) -> list[str]:
-    expression = build_match(query)
+def search(conn: sqlite3.Connection, query: str, *, all_words: bool = False) -> list[str]:
+    expression = build_match(query, all_words=all_words)
     if expression is None:
         return []
     rows = conn.execute("SELECT body FROM t WHERE t MATCH ? ORDER BY rowid", (expression,))
@@ -51,31 +51,36 @@ def search(conn: sqlite3.Connection, query: str) -> list[str]:
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
-        ("hello world", '"hello" "world"'),
-        ('"machine learning" ai', '"machine learning" "ai"'),
-        ("NEAR(a b)", '"NEAR" "a" "b"'),
-        ("col:foo", '"col foo"'),
+        ("hello world", '"hello" OR "world"'),
+        ('"machine learning" ai', '"machine learning" OR "ai"'),
+        ("NEAR(a b)", '"NEAR" OR "b"'),
+        ("col:foo", '("col foo" OR "colfoo")'),
         ("a*", '"a"'),
         ("-x", '"x"'),
         ("^start", '"start"'),
         ('"unclosed', '"unclosed"'),
         ('"unclosed phrase here', '"unclosed phrase here"'),
         ("AND", '"AND"'),
-        ("a OR b NOT c", '"a" "OR" "b" "NOT" "c"'),
+        ("a OR b NOT c", '"b" OR "c"'),
         ("c++", '"c"'),
-        ("foo-bar", '"foo bar"'),
-        ("e.g. foo.bar/baz", '"e g" "foo bar baz"'),
-        ("x AND (y OR z)", '"x" "AND" "y" "OR" "z"'),
-        ("a,b;c", '"a" "b" "c"'),
-        ('say "hello  --  world" now', '"say" "hello world" "now"'),
-        ('foo"bar baz"qux', '"foo" "bar baz" "qux"'),
+        ("foo-bar", '("foo bar" OR "foobar")'),
+        ("e.g. foo.bar/baz", '("e g" OR "eg") OR ("foo bar baz" OR "foobarbaz")'),
+        ("x AND (y OR z)", '"x" OR "z"'),
+        ("a,b;c", '"b" OR "c"'),
+        ('say "hello  --  world" now', '"say" OR "hello world"'),
+        ('foo"bar baz"qux', '"foo" OR "bar baz" OR "qux"'),
         ('""hello""', '"hello"'),
-        ("+a -b", '"a" "b"'),
-        ("hello hello HELLO", '"hello" "HELLO"'),
-        ("{col1 col2}: x", '"col1" "col2" "x"'),
-        ("Ünïcödé 日本語 данные", '"Ünïcödé" "日本語" "данные"'),
-        ("cafe\u0301", '"cafe\u0301"'),  # combining accent is a unicode61 token character
-        ("a\x00b c\ud800d", '"ab" "cd"'),
+        ("+a -b", '"b"'),
+        ("hello hello HELLO", '"hello"'),
+        ("{col1 col2}: x", '"col1" OR "col2" OR "x"'),
+        ("Ünïcödé 日本語 данные", '"Ünïcödé" OR "日本語" OR "данные"'),
+        ("café", '"café"'),
+        ("a\x00b c\ud800d", '"ab" OR "cd"'),
+        ("TokenValidator", '("TokenValidator" OR "token validator")'),
+        ("create_time", '("create time" OR "createtime")'),
+        ("the parser of", '"parser"'),
+        ("the of", '"the" OR "of"'),  # only stopwords: kept
+        ('"the end"', '"the end"'),  # a phrase keeps its stopwords
     ],
 )
 def test_examples(query: str, expected: str, db: sqlite3.Connection) -> None:
@@ -95,7 +100,14 @@ def test_keywords_match_literally(db: sqlite3.Connection) -> None:
     assert search(db, "or not") == ["to be or not to be"]
     assert search(db, "NEAR") == ["NEAR the end"]
     assert search(db, "and") == ["machine learning and AI"]
-    assert search(db, "NOT hello") == []  # an AND of two words, not a negation
+    assert search(db, "NOT hello") == ["hello world"]  # "not" is a stopword, not a negation
+    assert search(db, "NEAR hello", all_words=True) == []  # an AND of two words
+
+
+def test_all_words_requires_every_word(db: sqlite3.Connection) -> None:
+    assert search(db, "hello templates") == ["hello world", "c++ templates"]
+    assert search(db, "hello templates", all_words=True) == []
+    assert build_match("hello world", all_words=True) == '"hello" AND "world"'
 
 
 def test_operator_characters_are_searchable(db: sqlite3.Connection) -> None:
@@ -117,7 +129,8 @@ def test_plain_query_finds_document(db: sqlite3.Connection) -> None:
     assert search(db, "hello world") == ["hello world"]
     assert search(db, "world hello") == ["hello world"]
     assert search(db, '"machine learning" ai') == ["machine learning and AI"]
-    assert search(db, "hello nothere") == []
+    assert search(db, "hello nothere") == ["hello world"]  # any of the words
+    assert search(db, "hello nothere", all_words=True) == []
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,18 +144,20 @@ queries = st.one_of(
     st.text(alphabet=any_char),
     st.lists(st.sampled_from([*SYNTAX, " ", "a", "é", "\x00"]) | st.text(max_size=3)).map("".join),
 )
-TERM = r'"[^" ]+(?: [^" ]+)*"'
-EXPRESSION_RE = re.compile(rf"{TERM}(?: {TERM})*")
+QUOTED = r'"[^" ]+(?: [^" ]+)*"'
+TERM = rf"(?:{QUOTED}|\({QUOTED}(?: OR {QUOTED})+\))"
+EXPRESSION_RE = re.compile(rf"{TERM}(?: (?:OR|AND) {TERM})*")
 
 
 @settings(max_examples=1000, deadline=None)
-@given(query=queries)
-def test_any_input_is_valid_fts5(query: str, db: sqlite3.Connection) -> None:
-    expression = build_match(query)
+@given(query=queries, all_words=st.booleans())
+def test_any_input_is_valid_fts5(query: str, all_words: bool, db: sqlite3.Connection) -> None:
+    expression = build_match(query, all_words=all_words)
     if expression is None:
         assert tokenize(query) == []
         return
-    # Only double-quoted terms separated by single spaces; no NUL or surrogates.
+    # Only double-quoted terms (or parenthesised alternatives of them) joined by OR; no NUL
+    # or surrogates.
     assert EXPRESSION_RE.fullmatch(expression)
     assert "\x00" not in expression
     assert not any("\ud800" <= ch <= "\udfff" for ch in expression)

@@ -31,6 +31,7 @@ from contextgraph import (
     db,
 )
 from contextgraph.cli import cli
+from contextgraph.ftsquery import query_terms
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "TOP SECRET outside the vault"
@@ -163,7 +164,7 @@ OPERATIONS: dict[str, Operation] = {
 }
 
 
-def _injection(operation: str, name: str, result: Any) -> str | None:
+def _injection(operation: str, name: str, result: Any, vault: Path) -> str | None:
     """What is wrong with ``result``, an answer to payload ``name`` (None: nothing)."""
     if operation == "read":
         return "read returned a note"
@@ -178,7 +179,16 @@ def _injection(operation: str, name: str, result: Any) -> str | None:
     elif operation == "expand_many":
         if not {r.entity for r in result.results} <= {"beta", "gamma", "percent"}:
             return "expand returned more than alpha's neighbours"
-    elif operation in ("search", "search_folder", "search_source"):
+    elif operation == "search":
+        # Any word of the payload may match (SPEC §9): every hit must hold one in its path or
+        # text, in some spelling — never a file the words do not name.
+        terms = query_terms(PAYLOADS[name])
+        words = {w.lower() for t in terms for w in " ".join(t.spellings).split()}
+        for hit in result.hits:
+            held = (hit.path + " " + (vault / hit.path).read_text(encoding="utf-8")).lower()
+            if not any(w in held for w in words):
+                return f"search matched {hit.path}, which holds none of the words"
+    elif operation in ("search_folder", "search_source"):
         if result.total or result.hits:
             return f"search matched {result.total} files"
     elif operation == "visualize":
@@ -192,7 +202,7 @@ def _injection(operation: str, name: str, result: Any) -> str | None:
 
 @pytest.mark.parametrize("payload", list(PAYLOADS.values()), ids=list(PAYLOADS))
 def test_library_raises_only_its_own_errors_and_injects_nothing(
-    graph: ContextGraph, payload: str
+    graph: ContextGraph, world: World, payload: str
 ) -> None:
     name = next(k for k, v in PAYLOADS.items() if v == payload)
     problems = []
@@ -206,7 +216,7 @@ def test_library_raises_only_its_own_errors_and_injects_nothing(
         except Exception as exc:  # the bug this test is here for
             problems.append(f"{operation}: raised {type(exc).__name__}: {str(exc)[:120]}")
             continue
-        wrong = _injection(operation, name, result)
+        wrong = _injection(operation, name, result, world.vault)
         if wrong:
             problems.append(f"{operation}: {wrong}")
     assert problems == []
@@ -216,7 +226,8 @@ def test_like_wildcards_do_not_widen_matches(graph: ContextGraph) -> None:
     assert graph.search("words", folder="x").total == 1  # the real folder
     for wildcard in ("%", "_", "%_%", "x%", "_%"):
         assert graph.search("words", folder=wildcard).total == 0, wildcard
-        assert graph.search("words", source=wildcard).total == 0, wildcard
+        with pytest.raises(NotFound):
+            graph.search("words", source=wildcard)  # no source has that name
         assert graph.expand([wildcard]).matched == (), wildcard
         with pytest.raises(NotFound):
             graph.read(wildcard)  # "_" would match the one-letter stem "a" as a LIKE
@@ -227,8 +238,10 @@ def test_like_wildcards_do_not_widen_matches(graph: ContextGraph) -> None:
 def test_sql_and_fts_payloads_are_text_not_syntax(graph: ContextGraph) -> None:
     assert graph.search("beta").total == 1
     assert graph.search('"alpha beta"').total == 1
-    assert graph.search("alpha OR gamma").total == 0  # OR is a word here, not an operator
-    assert graph.search("NOT gamma").total == 0
+    # OR and NOT are words here (stopwords, so ignored), never operators.
+    assert graph.search("alpha OR gamma").total == 3
+    assert graph.search("alpha OR gamma", all_words=True).total == 1  # x/b.md holds both
+    assert graph.search("NOT gamma").total == 1  # no negation: the one file with gamma
     assert graph.search("'; DROP TABLE files; --").total == 0
     assert graph.build_context("'; DROP TABLE files; --").direct_relations == ()
     assert graph.search("words").total == 2  # every table still there

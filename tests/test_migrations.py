@@ -114,3 +114,25 @@ def test_a_populated_first_revision_database_upgrades_to_head(db_path: Path) -> 
     assert _counts(graph)["files"] == 1
     assert [h.path for h in graph.search("migrated").hits] == ["a.md"]
     graph.close()
+
+
+def test_upgrade_to_0003_fills_the_code_aware_search_columns(db_path: Path, vault: Path) -> None:
+    (vault / "auth.py").write_text(
+        "class TokenValidator:\n    def check(self):\n        return token_store\n",
+        encoding="utf-8",
+    )
+    graph = ContextGraph.open(db_path)
+    graph.sync([vault])
+    db.downgrade(graph.engine, "0002_fts")  # as a database made before 0003 holds it
+    with db.read(graph.engine) as conn:
+        columns = {r[1] for r in conn.execute(text("PRAGMA table_info(files)"))}
+    assert "search_meta" not in columns and "search_parts" not in columns
+    db.upgrade(graph.engine)
+    with db.read(graph.engine) as conn:
+        meta, parts = conn.execute(text("SELECT search_meta, search_parts FROM files")).one()
+    assert "token validator" in meta and "tokenvalidator" in meta  # the symbol, both ways
+    assert "token validator" in parts and "tokenstore" in parts
+    assert [h.path for h in graph.search("token validator", all_words=True).hits] == ["auth.py"]
+    assert [h.path for h in graph.search("TokenStore").hits] == ["auth.py"]
+    assert graph.doctor().ok
+    graph.close()

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import Writer, snapshot
 
-from contextgraph import ContextGraph, InvalidArgument
+from contextgraph import ContextGraph, InvalidArgument, NotFound
 from contextgraph.cli import cli
 
 
@@ -29,12 +29,28 @@ def searchable(store: ContextGraph, vault: Path, write: Writer) -> ContextGraph:
     return store
 
 
-def test_words_are_anded_and_ranked_by_bm25_times_decay(searchable: ContextGraph) -> None:
+def test_any_word_matches_and_more_words_rank_first(searchable: ContextGraph) -> None:
     result = searchable.search("postgres replication")
+    assert result.total == 3  # x.md holds only "replication"
+    assert result.hits[0].path == "fresh.md"  # both words, fresh
+    # old.md holds both words too, but is years old: its decay puts it below x.md.
+    assert [h.path for h in result.hits][1:] == ["notes/deep/x.md", "old.md"]
+    assert result.hits[1].bm25 > result.hits[2].bm25  # bm25 alone would rank old.md first
+
+
+def test_all_words_requires_every_word_ranked_by_bm25_times_decay(
+    searchable: ContextGraph,
+) -> None:
+    result = searchable.search("postgres replication", all_words=True)
     assert result.total == 2
     assert [h.path for h in result.hits] == ["fresh.md", "old.md"]
     assert result.hits[0].decay_weight == 1.0 > result.hits[1].decay_weight
-    assert "[replication]" in result.hits[0].snippet.lower()
+    assert "**replication**" in result.hits[0].snippet.lower()
+
+
+def test_stopwords_are_ignored_when_other_words_remain(searchable: ContextGraph) -> None:
+    assert searchable.search("what is the replication of").total == 3
+    assert searchable.search("the of and").total == 2  # only stopwords: searched as typed
 
 
 def test_quoted_phrases_match_as_phrases(searchable: ContextGraph) -> None:
@@ -82,7 +98,8 @@ def test_filter_by_source_and_folder(searchable: ContextGraph) -> None:
         "notes/deep/x.md"
     ]
     assert searchable.search("feature", folder="%").total == 0
-    assert searchable.search("feature", source="nope").total == 0
+    with pytest.raises(NotFound, match="no source named nope"):
+        searchable.search("feature", source="nope")
     assert searchable.search("feature", source="v").total == 2
 
 

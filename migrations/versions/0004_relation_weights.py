@@ -1,7 +1,7 @@
 """precomputed per-relation decay-weight sums for BuildContext
 
 Revision ID: 0004_relation_weights
-Revises: 0002_fts
+Revises: 0003_search
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0004_relation_weights"
-down_revision: str | None = "0002_fts"
+down_revision: str | None = "0003_search"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

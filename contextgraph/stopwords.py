@@ -1,0 +1,19 @@
+"""The English stopword list shared by expansion's quality filter and search's query reader."""
+
+from __future__ import annotations
+
+# The reference design's English stopword list (NLTK's, which it used), extendable with the
+# `expand_stopwords` setting (expansion) and ignored by search when other words remain.
+STOPWORDS = frozenset(
+    """
+    i me my myself we our ours ourselves you your yours yourself yourselves he him his
+    himself she her hers herself it its itself they them their theirs themselves what
+    which who whom this that these those am is are was were be been being have has had
+    having do does did doing a an the and but if or because as until while of at by for
+    with about against between into through during before after above below to from up
+    down in out on off over under again further then once here there when where why how
+    all any both each few more most other some such no nor not only own same so than too
+    very s t can will just don should now d ll m o re ve y ain aren couldn didn doesn
+    hadn hasn haven isn ma mightn mustn needn shan shouldn wasn weren won wouldn
+    """.split()  # noqa: SIM905 - a word list reads best as prose
+)
