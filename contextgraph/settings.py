@@ -50,8 +50,9 @@ class Settings:
     community_min_overlap: float = 0.4
     community_max_siblings: int = 10
     # Concepts in at least this many notes get their neighbours' weight sums precomputed by
-    # the sync that changes the graph (contextgraph.weights); 0 turns the precompute off.
-    weights_min_notes: int = 32
+    # the sync that changes the graph (contextgraph.weights); 0 (the default) turns it off: it
+    # halves a cold BuildContext but adds seconds to every graph-changing sync (see CHANGELOG).
+    weights_min_notes: int = 0
     # Communities (SPEC §6).
     community_algorithm: str = "louvain"
     community_resolution: float = 1.0

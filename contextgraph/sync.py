@@ -221,6 +221,8 @@ def _recompute_communities(engine: Engine, settings: Settings, report: SyncRepor
 
 def _refresh_weights(engine: Engine, settings: Settings) -> None:
     """Precompute BuildContext's weight sums when the graph (or a decay setting) changed."""
+    if settings.weights_min_notes <= 0:
+        return  # off: lists left from before stay exact (they carry their graph version)
     from contextgraph import weights
 
     if not weights.is_current(engine, settings):
