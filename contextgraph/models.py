@@ -207,6 +207,14 @@ class RelationWeightWindow(Base):
     valid_until: Mapped[float] = mapped_column(Float)
 
 
+class ConceptStrength(Base):
+    """Precomputed with the relation weights: a concept's weighted degree (sum of its counts)."""
+
+    __tablename__ = "concept_strengths"
+    concept_id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    strength: Mapped[int] = mapped_column(Integer)
+
+
 def table_of(model: type[Base]) -> Table:
     """The Core ``Table`` of a model, typed as such (``__table__`` is typed as a FromClause)."""
     table = model.__table__

@@ -141,11 +141,37 @@ class Neighbourhoods:
         self.state.edges += len(out)
         return out
 
+    def adjacencies(self, ids: Iterable[int]) -> dict[int, dict[int, int]]:
+        """:meth:`adjacency` of many concepts, the missing ones read in batches."""
+        cache = self.state.adjacency
+        missing = [i for i in ids if i not in cache]
+        for start in range(0, len(missing), 500):
+            chunk = missing[start : start + 500]
+            found: dict[int, dict[int, int]] = {c: {} for c in chunk}
+            cr = T_CREL
+            for mine, other in ((cr.c.a_id, cr.c.b_id), (cr.c.b_id, cr.c.a_id)):
+                rows = self.conn.execute(select(mine, other, cr.c.count).where(mine.in_(chunk)))
+                for c, n, w in rows:
+                    found[int(c)][int(n)] = int(w)
+            for c, around in found.items():
+                cache[c] = around
+                self.state.edges += len(around)
+        return {i: cache[i] for i in ids}
+
+    def can_prune_siblings(self) -> bool:
+        """Whether precomputed strengths are there to bound the sibling candidates."""
+        return self._weights_valid()
+
     def strengths(self, ids: list[int]) -> dict[int, int]:
         """Sum of co-occurrence counts per concept (its weighted degree), summed in SQL."""
         cr = T_CREL
         known = self.state.strengths
         missing = [i for i in ids if i not in known]
+        if missing and self._weights_valid():
+            from contextgraph import weights
+
+            known.update(weights.strengths(self.conn, missing))
+            missing = []
         for start in range(0, len(missing), 500):
             chunk = missing[start : start + 500]
             totals = dict.fromkeys(chunk, 0)

@@ -39,6 +39,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from contextgraph import db
 from contextgraph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
 from contextgraph.models import (
+    ConceptRelation,
+    ConceptStrength,
     Entity,
     File,
     Mention,
@@ -51,6 +53,8 @@ from contextgraph.settings import Settings
 
 T_RW = table_of(RelationWeight)
 T_WINDOWS = table_of(RelationWeightWindow)
+T_STRENGTHS = table_of(ConceptStrength)
+T_CREL = table_of(ConceptRelation)
 T_META = table_of(Meta)
 T_MENTIONS = table_of(Mention)
 T_FILES = table_of(File)
@@ -93,9 +97,11 @@ def refresh(engine: Engine, settings: Settings, now: datetime | float | None = N
     with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
         conn.execute(delete(T_RW))
         conn.execute(delete(T_WINDOWS))
+        conn.execute(delete(T_STRENGTHS))
         written = 0
         if settings.weights_min_notes > 0:
             _fill(conn, settings, at)
+            _fill_strengths(conn)
             written = int(conn.execute(select(func.count()).select_from(T_RW)).scalar_one())
         state = state_for(_version(conn), settings)
         stmt = sqlite_insert(T_META).values(key=STATE_KEY, value=state)
@@ -181,6 +187,34 @@ def _fill(conn: Connection, settings: Settings, at: float) -> None:
     conn.execute(
         insert(T_WINDOWS).from_select(["concept_id", "valid_from", "valid_until"], windows)
     )
+
+
+def _fill_strengths(conn: Connection) -> None:
+    """Every concept's weighted degree: community siblings prune and divide by it."""
+    sides = select(T_CREL.c.a_id.label("c"), T_CREL.c.count.label("w")).union_all(
+        select(T_CREL.c.b_id, T_CREL.c.count)
+    )
+    both = sides.subquery("both")
+    conn.execute(
+        insert(T_STRENGTHS).from_select(
+            ["concept_id", "strength"],
+            select(both.c.c, func.sum(both.c.w)).group_by(both.c.c),
+        )
+    )
+
+
+def strengths(conn: Connection, ids: list[int]) -> dict[int, int]:
+    """Precomputed weighted degrees (a concept without relations has none: 0)."""
+    out = dict.fromkeys(ids, 0)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        rows = conn.execute(
+            select(T_STRENGTHS.c.concept_id, T_STRENGTHS.c.strength).where(
+                T_STRENGTHS.c.concept_id.in_(chunk)
+            )
+        )
+        out.update((int(c), int(w)) for c, w in rows)
+    return out
 
 
 def load(

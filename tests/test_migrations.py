@@ -14,6 +14,7 @@ EXPECTED_TABLES = {
     "alembic_version",
     "communities",
     "community_runs",
+    "concept_strengths",
     "concept_relations",
     "entities",
     "files",

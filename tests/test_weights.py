@@ -66,9 +66,11 @@ def _answers(graph: ContextGraph, now: str | None = None) -> str:
 
 
 def _without_precompute(graph: ContextGraph, now: str | None = None) -> str:
-    with db.write(graph.engine) as conn:
+    with db.write(graph.engine) as conn:  # no state, no lists: every step computed on the fly
+        conn.execute(text("DELETE FROM meta WHERE key = 'relation_weights'"))
         conn.execute(text("DELETE FROM relation_weights"))
         conn.execute(text("DELETE FROM relation_weight_windows"))
+        conn.execute(text("DELETE FROM concept_strengths"))
     try:
         return _answers(graph, now)
     finally:
@@ -90,7 +92,7 @@ def test_precomputed_lists_give_the_same_json_as_the_on_the_fly_query(
     assert all(loads)
     loads.clear()
     assert _without_precompute(graph) == precomputed
-    assert loads and not any(loads)
+    assert not any(loads)  # the state is gone: no list is even looked up
 
 
 @pytest.mark.parametrize("hours", [-30, -1, 0.5, 11, 23.99, 24.01, 47, 24 * 40, 24 * 400])
@@ -165,3 +167,33 @@ def test_precompute_off_writes_no_lists(db_path: Path, write: Writer, vault: Pat
         with db.read(g.engine) as conn:
             assert conn.execute(text("SELECT count(*) FROM relation_weights")).scalar_one() == 0
         assert _answers(g)  # answered on the fly
+
+
+@pytest.mark.parametrize(
+    ("min_shared", "min_overlap"), [(1, 0.0), (2, 0.2), (3, 0.4), (2, 0.8), (5, 0.1)]
+)
+def test_pruned_community_siblings_equal_the_full_walk(
+    db_path: Path, write: Writer, vault: Path, min_shared: int, min_overlap: float
+) -> None:
+    rng = random.Random(min_shared * 10 + int(min_overlap * 10))
+    for n in range(90):
+        links = rng.sample(CONCEPTS, k=rng.randint(2, 5))
+        write(f"s{n:03d}.md", " ".join(f"[[{c}]]" for c in links), created="2026-11-20")
+    settings = Settings.from_env(
+        now=parse_datetime(NOW),
+        weights_min_notes=1,
+        community_min_shared=min_shared,
+        community_min_overlap=min_overlap,
+    )
+    with ContextGraph.open(db_path, settings=settings) as g:
+        g.sync([vault])
+        with db.write(g.engine) as conn:  # one community: every non-neighbour is a candidate
+            conn.execute(text("UPDATE entities SET community_id = 3 WHERE kind = 'concept'"))
+            conn.execute(text("DELETE FROM concept_relations WHERE (a_id + b_id) % 3 = 0"))
+            from contextgraph.neighbourhood import bump_version
+
+            bump_version(conn)
+        weights.refresh(g.engine, g.settings)
+        pruned = _answers(g)
+        assert '"sharedNeighborCount"' in pruned, "no siblings: the test would prove nothing"
+        assert _without_precompute(g) == pruned

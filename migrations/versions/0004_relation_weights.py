@@ -39,9 +39,16 @@ def upgrade() -> None:
         sa.Column("valid_until", sa.Float(), nullable=False),
         sa.PrimaryKeyConstraint("concept_id", name=op.f("pk_relation_weight_windows")),
     )
+    op.create_table(
+        "concept_strengths",
+        sa.Column("concept_id", sa.Integer(), nullable=False),
+        sa.Column("strength", sa.Integer(), nullable=False),
+        sa.PrimaryKeyConstraint("concept_id", name=op.f("pk_concept_strengths")),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("concept_strengths")
     op.drop_table("relation_weight_windows")
     # meta['relation_weights'] may stay: with the lists gone a reader finds no window and
     # computes on the fly, and the next graph change makes a sync fill them again.
