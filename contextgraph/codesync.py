@@ -12,10 +12,9 @@ from typing import Any
 
 from sqlalchemy import Engine, delete, false, insert, select
 
-from contextgraph import db
+from contextgraph import db, meta
 from contextgraph.codegraph import CodeParseError, FileFacts, build_graph, parse_code
 from contextgraph.models import Entity, File, Relation, Source, table_of
-from contextgraph.sync import clear_stale
 
 T_FILES = table_of(File)
 T_ENTITIES = table_of(Entity)
@@ -124,7 +123,7 @@ def rebuild_code_graph(engine: Engine, source_id: int) -> None:
         if relation_rows:
             conn.execute(insert(T_REL), relation_rows)
         _delete_orphan_packages(conn)
-        clear_stale(conn, f"codegraph:{source_id}")
+        meta.clear_stale(conn, meta.code_graph(source_id))
 
 
 def _delete_orphan_packages(conn: Any) -> None:

@@ -9,8 +9,11 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from contextgraph.searchterms import identifier_parts, meta_terms
+
+Status = Literal["new", "same", "failed"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class Prepared:
 
     path: str
     kind: str
-    status: str
+    status: Status
     reason: str | None = None
     size: int = 0
     mtime_ns: int = 0

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import threading
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -32,36 +31,18 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from contextgraph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
-from contextgraph.models import ConceptRelation, Entity, File, Mention, Meta, table_of
+from contextgraph.meta import graph_version
+from contextgraph.models import ConceptRelation, Entity, File, Mention, table_of
 from contextgraph.settings import Settings
 
 T_CREL = table_of(ConceptRelation)
 T_ENTITIES = table_of(Entity)
 T_MENTIONS = table_of(Mention)
 T_FILES = table_of(File)
-T_META = table_of(Meta)
 
-VERSION_KEY = "graph_version"
 MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
-
-
-def bump_version(conn: Connection) -> None:
-    """Invalidate every process's cache; call inside the transaction that changes the graph.
-
-    The version is a random token, not a counter: a database deleted and rebuilt at the same
-    path must never match a version cached from the old file.
-    """
-    token = uuid.uuid4().hex
-    stmt = sqlite_insert(T_META).values(key=VERSION_KEY, value=token)
-    conn.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": token}))
-
-
-def _version(conn: Connection) -> str:
-    value = conn.execute(select(T_META.c.value).where(T_META.c.key == VERSION_KEY)).scalar()
-    return str(value) if value is not None else "0"
 
 
 @dataclass
@@ -95,7 +76,8 @@ class Neighbourhoods:
         self.conn = conn
         self.settings = settings
         self.now = now
-        key = (_version(conn), settings.decay_model, settings.grace_days, settings.half_life_days)
+        version = graph_version(conn)
+        key = (version, settings.decay_model, settings.grace_days, settings.half_life_days)
         url = str(engine.url)
         with self._lock:
             state = self._states.get(url)
@@ -282,4 +264,4 @@ _ADJACENCY_SQL = str(
 )
 
 
-__all__ = ["Neighbourhoods", "Scored", "bump_version", "cooccurrences", "weighted_score"]
+__all__ = ["Neighbourhoods", "Scored", "cooccurrences", "weighted_score"]

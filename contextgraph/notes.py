@@ -22,8 +22,8 @@ from sqlalchemy import Connection, Engine, func, or_, select, update
 
 from contextgraph import db
 from contextgraph.errors import InvalidArgument, NotFound, UnsafePath
+from contextgraph.meta import bump_version
 from contextgraph.models import Entity, File, Mention, Source, table_of
-from contextgraph.neighbourhood import bump_version
 
 T_FILES = table_of(File)
 T_SOURCES = table_of(Source)

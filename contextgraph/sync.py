@@ -14,46 +14,39 @@ import fcntl
 import os
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import combinations
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import (
-    Connection,
-    Engine,
-    bindparam,
-    delete,
-    insert,
-    literal_column,
-    select,
-    update,
-)
-from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Engine, select
 
-from contextgraph import db
+from contextgraph import db, meta
+from contextgraph.codesync import rebuild_code_graph
 from contextgraph.errors import SyncInProgress
 from contextgraph.ingest import Job, Prepared, prepare
-from contextgraph.models import ConceptRelation, Entity, File, Mention, Meta, table_of
-from contextgraph.neighbourhood import bump_version
+from contextgraph.models import File, table_of
 from contextgraph.scan import ScannedFile, scan
 from contextgraph.settings import Settings
 from contextgraph.sources import SourceInfo, list_sources
 from contextgraph.stats import counts
+from contextgraph.syncstore import (
+    Delete,
+    Existing,
+    FileOp,
+    Insert,
+    Rename,
+    Stat,
+    Update,
+    apply_ops,
+)
 
 T_FILES = table_of(File)
-T_ENTITIES = table_of(Entity)
-T_MENTIONS = table_of(Mention)
-T_CREL = table_of(ConceptRelation)
-T_META = table_of(Meta)
 
-CHUNK = 500  # ids per IN (...) list; far below SQLite's bound-parameter limit
 POOL_THRESHOLD = 400  # files to extract before a process pool pays for its start-up
 
 Progress = Callable[[int, int], None]
@@ -116,33 +109,6 @@ class SyncReport:
         }
 
 
-@dataclass(frozen=True)
-class _Existing:
-    id: int
-    kind: str
-    size: int
-    mtime_ns: int
-    hash: str
-
-
-@dataclass
-class _Op:
-    action: str  # insert | update | stat | rename | delete
-    path: str
-    prepared: Prepared | None = None
-    old: _Existing | None = None
-
-    @property
-    def new(self) -> Prepared:
-        assert self.prepared is not None, self.action
-        return self.prepared
-
-    @property
-    def old_id(self) -> int:
-        assert self.old is not None, self.action
-        return self.old.id
-
-
 _thread_lock = threading.Lock()
 
 
@@ -193,13 +159,11 @@ def run_sync(
             _sync_source(engine, settings, source, exclude, report, progress)
         t = time.perf_counter()
         for source in registered:
-            if _is_stale(engine, f"codegraph:{source.id}"):
-                from contextgraph.codesync import rebuild_code_graph
-
+            if _is_stale(engine, meta.code_graph(source.id)):
                 rebuild_code_graph(engine, source.id)
         report.phases["codegraph"] = time.perf_counter() - t
         t = time.perf_counter()
-        if _is_stale(engine, "communities"):
+        if _is_stale(engine, meta.COMMUNITIES):
             report.graph_changed = True
             _recompute_communities(engine, settings, report)
         report.phases["communities"] = time.perf_counter() - t
@@ -212,7 +176,9 @@ def run_sync(
 
 
 def _recompute_communities(engine: Engine, settings: Settings, report: SyncReport) -> None:
-    from contextgraph import communities  # imports igraph: only when there is work for it
+    # Not at module level: communities loads igraph (about 0.1 s), which only a sync that changed
+    # the concept graph needs; every query command imports this module through the facade.
+    from contextgraph import communities
 
     run = communities.recompute(engine, settings)
     report.communities = run.community_count
@@ -254,7 +220,7 @@ def _sync_source(
     report.scanned += len(scanned.files)
     with db.read(engine) as conn:
         existing = {
-            r.path: _Existing(r.id, r.kind, r.size, r.mtime_ns, r.hash)
+            r.path: Existing(r.id, r.kind, r.size, r.mtime_ns, r.hash)
             for r in conn.execute(
                 select(
                     T_FILES.c.id,
@@ -279,12 +245,12 @@ def _sync_source(
         known = old.hash if old and old.kind == f.kind else None
         jobs.append(Job(f.path, f.abspath, f.kind, known, settings.max_file_bytes))
     gone = {p: e for p, e in existing.items() if p not in present}
-    by_hash: dict[tuple[str, str], list[_Existing]] = defaultdict(list)
+    by_hash: dict[tuple[str, str], list[Existing]] = defaultdict(list)
     for path in sorted(gone):
         by_hash[(gone[path].hash, gone[path].kind)].append(gone[path])
 
     t = time.perf_counter()
-    pending: list[_Op] = []
+    pending: list[FileOp] = []
     for done, prepared in enumerate(_prepare_all(jobs, settings), start=1):
         op = _classify(prepared, existing.get(prepared.path), by_hash, gone, source, report)
         if len(prepared.concepts) > settings.max_concepts_per_file:
@@ -304,7 +270,7 @@ def _sync_source(
         if progress is not None:
             progress(done, len(jobs))
     for path in sorted(gone):
-        pending.append(_Op("delete", path, old=gone[path]))
+        pending.append(Delete(path, gone[path]))
         if len(pending) >= settings.batch_files:
             _write_batch(engine, settings, source, pending, report)
             pending = []
@@ -315,12 +281,12 @@ def _sync_source(
 
 def _classify(
     prepared: Prepared,
-    old: _Existing | None,
-    by_hash: dict[tuple[str, str], list[_Existing]],
-    gone: dict[str, _Existing],
+    old: Existing | None,
+    by_hash: dict[tuple[str, str], list[Existing]],
+    gone: dict[str, Existing],
     source: SourceInfo,
     report: SyncReport,
-) -> _Op | None:
+) -> FileOp | None:
     for warning in prepared.warnings:
         report.warnings.append(Problem(source.name, prepared.path, warning))
     report.dropped_links += prepared.dropped
@@ -329,11 +295,11 @@ def _classify(
         if old is not None:
             gone[prepared.path] = old  # retracted like a deleted file: a fresh sync has no trace
         return None
-    if prepared.status == "same":
-        return _Op("stat", prepared.path, prepared, old)
+    if prepared.status == "same":  # only a known file can hash the same, so ``old`` is set
+        return None if old is None else Stat(prepared.path, old, prepared)
     if old is not None and old.kind == prepared.kind:
         report.updated += 1
-        return _Op("update", prepared.path, prepared, old)
+        return Update(prepared.path, old, prepared)
     if old is not None:  # the same path changed kind (cannot happen with suffix-based kinds)
         gone[prepared.path] = old
     twins = by_hash.get((prepared.hash or "", prepared.kind))
@@ -343,9 +309,9 @@ def _classify(
             if entry is moved:
                 del gone[path]
         report.renamed += 1
-        return _Op("rename", prepared.path, prepared, moved)
+        return Rename(prepared.path, moved, prepared)
     report.added += 1
-    return _Op("insert", prepared.path, prepared)
+    return Insert(prepared.path, prepared)
 
 
 def _prepare_all(jobs: list[Job], settings: Settings) -> Iterable[Prepared]:
@@ -360,339 +326,21 @@ def _prepare_all(jobs: list[Job], settings: Settings) -> Iterable[Prepared]:
 
 
 def _write_batch(
-    engine: Engine, settings: Settings, source: SourceInfo, ops: list[_Op], report: SyncReport
+    engine: Engine, settings: Settings, source: SourceInfo, ops: list[FileOp], report: SyncReport
 ) -> None:
     """Apply one batch of file changes in one short write transaction."""
     with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
-        graph_changed, code_changed = _apply(conn, settings, source, ops)
+        graph_changed, code_changed = apply_ops(conn, settings, source.id, ops)
         if graph_changed:
-            _mark_stale(conn, "communities")
+            meta.mark_stale(conn, meta.COMMUNITIES)
         if code_changed:
-            _mark_stale(conn, f"codegraph:{source.id}")
-    report.deleted += sum(1 for op in ops if op.action == "delete")
+            meta.mark_stale(conn, meta.code_graph(source.id))
+    report.deleted += sum(1 for op in ops if isinstance(op, Delete))
 
 
-# Bulk writes run at the driver level: each statement below is built with SQLAlchemy Core and
-# compiled once, then executed with plain tuples or dicts. Going through Core's per-row parameter
-# processing cost more than SQLite itself (about 9 s of a 10,000-note cold sync).
-_DIALECT = sqlite_dialect(paramstyle="named")
-
-
-def _sql(stmt: Any) -> str:
-    return str(stmt.compile(dialect=_DIALECT))
-
-
-_FILE_COLUMNS = (
-    "size",
-    "mtime_ns",
-    "hash",
-    "title",
-    "created",
-    "modified",
-    "text",
-    "facts",
-    "search_meta",
-    "search_parts",
-    "concept_count",
-    "pairs",
-    "warning",
-)
-SQL_STAT = _sql(
-    update(T_FILES)
-    .where(T_FILES.c.id == bindparam("id_"))
-    .values(size=bindparam("size"), mtime_ns=bindparam("mtime_ns"), modified=bindparam("modified"))
-)
-SQL_RENAME = _sql(
-    update(T_FILES)
-    .where(T_FILES.c.id == bindparam("id_"))
-    .values(
-        path=bindparam("path"),
-        size=bindparam("size"),
-        mtime_ns=bindparam("mtime_ns"),
-        modified=bindparam("modified"),
-    )
-)
-SQL_UPDATE_FILE = _sql(
-    update(T_FILES)
-    .where(T_FILES.c.id == bindparam("id_"))
-    .values({c: bindparam(c) for c in _FILE_COLUMNS})
-)
-SQL_INSERT_FILE = _sql(
-    insert(T_FILES).values(
-        {c: bindparam(c) for c in ("source_id", "path", "kind", "last_accessed", *_FILE_COLUMNS)}
-    )
-)
-SQL_INSERT_CONCEPT = _sql(
-    sqlite_insert(T_ENTITIES)
-    .values(
-        kind=bindparam("kind"), key=bindparam("k"), name=bindparam("k"), name_lower=bindparam("k")
-    )
-    .on_conflict_do_nothing(index_elements=["kind", "key"])
-)
-SQL_INSERT_MENTION = _sql(
-    insert(T_MENTIONS).values(
-        file_id=bindparam("f"), concept_id=bindparam("c"), count=bindparam("n")
-    )
-)
-_upsert = sqlite_insert(T_CREL).values(
-    a_id=bindparam("a"), b_id=bindparam("b"), count=bindparam("n")
-)
-SQL_ADD_PAIR = _sql(
-    _upsert.on_conflict_do_update(
-        index_elements=["a_id", "b_id"], set_={"count": T_CREL.c.count + _upsert.excluded.count}
-    )
-)
-SQL_SUB_PAIR = _sql(
-    update(T_CREL)
-    .where(T_CREL.c.a_id == bindparam("a"), T_CREL.c.b_id == bindparam("b"))
-    .values(count=T_CREL.c.count - bindparam("n"))
-)
-SQL_DROP_PAIR = _sql(
-    delete(T_CREL).where(
-        T_CREL.c.a_id == bindparam("a"),
-        T_CREL.c.b_id == bindparam("b"),
-        T_CREL.c.count <= literal_column("0"),
-    )
-)
-
-
-def _apply(
-    conn: Connection, settings: Settings, source: SourceInfo, ops: list[_Op]
-) -> tuple[bool, bool]:
-    """Move every file of ``ops`` to its new state; return (concept graph changed, code changed)."""
-    code_changed = any(
-        op.action != "stat"
-        and (
-            (op.prepared is not None and op.prepared.kind != "note")
-            or (op.old is not None and op.old.kind != "note")
-        )
-        for op in ops
-    )
-    by_action: dict[str, list[_Op]] = defaultdict(list)
-    for op in ops:
-        by_action[op.action].append(op)
-    if by_action["stat"]:
-        conn.exec_driver_sql(
-            SQL_STAT,
-            [
-                {
-                    "id_": op.old.id,
-                    "size": op.prepared.size,
-                    "mtime_ns": op.prepared.mtime_ns,
-                    "modified": op.prepared.mtime_ns / 1e9,
-                }
-                for op in by_action["stat"]
-                if op.old is not None and op.prepared is not None
-            ],
-        )
-    if by_action["rename"]:
-        conn.exec_driver_sql(
-            SQL_RENAME,
-            [
-                {
-                    "id_": op.old.id,
-                    "path": op.path,
-                    "size": op.prepared.size,
-                    "mtime_ns": op.prepared.mtime_ns,
-                    "modified": op.prepared.mtime_ns / 1e9,
-                }
-                for op in by_action["rename"]
-                if op.old is not None and op.prepared is not None
-            ],
-        )
-    updates, deletes, inserts = by_action["update"], by_action["delete"], by_action["insert"]
-
-    # An edit that leaves the concept counts alone leaves the graph alone (the common case).
-    old_concepts = _concepts_of(conn, [op.old.id for op in updates if op.old is not None])
-    graph_updates: list[_Op] = []
-    for op in updates:
-        assert op.old is not None and op.prepared is not None
-        new = dict(op.prepared.concepts)
-        pairs = 1 if len(new) <= settings.max_concepts_per_file else 0
-        old_map, old_pairs = old_concepts.get(op.old.id, ({}, 1))
-        if new != old_map or (new and pairs != old_pairs):
-            graph_updates.append(op)
-    retract_ids = [op.old.id for op in graph_updates + deletes if op.old is not None]
-    touched = _retract(conn, retract_ids)
-    graph_changed = bool(touched)
-
-    for chunk in _chunks([op.old.id for op in deletes if op.old is not None]):
-        conn.execute(delete(T_FILES).where(T_FILES.c.id.in_(chunk)))
-    if updates:
-        conn.exec_driver_sql(
-            SQL_UPDATE_FILE,
-            [{"id_": op.old_id, **_file_values(op.new, settings)} for op in updates],
-        )
-    new_ids: dict[str, int] = {}
-    if inserts:
-        conn.exec_driver_sql(
-            SQL_INSERT_FILE,
-            [
-                {
-                    "source_id": source.id,
-                    "path": op.path,
-                    "kind": op.new.kind,
-                    "last_accessed": None,
-                    **_file_values(op.new, settings),
-                }
-                for op in inserts
-            ],
-        )
-        for chunk in _chunks([op.path for op in inserts]):
-            new_ids.update(
-                conn.execute(
-                    select(T_FILES.c.path, T_FILES.c.id).where(
-                        T_FILES.c.source_id == source.id, T_FILES.c.path.in_(chunk)
-                    )
-                ).all()
-            )
-
-    applied: list[tuple[int, Prepared]] = []
-    for op in graph_updates:
-        assert op.old is not None and op.prepared is not None
-        applied.append((op.old.id, op.prepared))
-    for op in inserts:
-        assert op.prepared is not None
-        applied.append((new_ids[op.path], op.prepared))
-    applied = [(fid, p) for fid, p in applied if p.kind == "note" and p.concepts]
-    if applied:
-        graph_changed = True
-        _apply_concepts(conn, settings, applied)
-    if touched:
-        _delete_orphan_concepts(conn, touched)
-    if ops:
-        bump_version(conn)  # reference times, mentions or counts may have changed
-    return graph_changed, code_changed
-
-
-def _file_values(p: Prepared, settings: Settings) -> dict[str, Any]:
-    count = len(p.concepts)
-    return {
-        "size": p.size,
-        "mtime_ns": p.mtime_ns,
-        "hash": p.hash,
-        "title": p.title,
-        "created": p.created,
-        "modified": p.mtime_ns / 1e9,
-        "text": p.text,
-        "facts": p.facts,
-        "search_meta": p.search_meta,
-        "search_parts": p.search_parts,
-        "concept_count": count,
-        "pairs": 1 if count <= settings.max_concepts_per_file else 0,
-        "warning": "; ".join(p.warnings) or None,
-    }
-
-
-def _concepts_of(conn: Connection, file_ids: list[int]) -> dict[int, tuple[dict[str, int], int]]:
-    """The stored concept counts and pairs flag of each file."""
-    out: dict[int, tuple[dict[str, int], int]] = {}
-    for chunk in _chunks(file_ids):
-        flags = conn.execute(select(T_FILES.c.id, T_FILES.c.pairs).where(T_FILES.c.id.in_(chunk)))
-        for fid, pairs in flags:
-            out[fid] = ({}, int(pairs))
-        rows = conn.execute(
-            select(T_MENTIONS.c.file_id, T_ENTITIES.c.key, T_MENTIONS.c.count)
-            .join(T_ENTITIES, T_ENTITIES.c.id == T_MENTIONS.c.concept_id)
-            .where(T_MENTIONS.c.file_id.in_(chunk))
-        )
-        for fid, key, count in rows:
-            out[fid][0][key] = count
-    return out
-
-
-def _retract(conn: Connection, file_ids: list[int]) -> set[int]:
-    """Remove the mentions and co-occurrences the given files contributed; return their concepts."""
-    touched: set[int] = set()
-    if not file_ids:
-        return touched
-    decrements: Counter[tuple[int, int]] = Counter()
-    for chunk in _chunks(file_ids):
-        with_pairs = {
-            r[0]
-            for r in conn.execute(
-                select(T_FILES.c.id).where(T_FILES.c.id.in_(chunk), T_FILES.c.pairs == 1)
-            )
-        }
-        per_file: dict[int, list[int]] = defaultdict(list)
-        for fid, cid in conn.execute(
-            select(T_MENTIONS.c.file_id, T_MENTIONS.c.concept_id).where(
-                T_MENTIONS.c.file_id.in_(chunk)
-            )
-        ):
-            per_file[fid].append(cid)
-            touched.add(cid)
-        for fid, cids in per_file.items():
-            if fid in with_pairs:
-                decrements.update(combinations(sorted(cids), 2))
-        conn.execute(delete(T_MENTIONS).where(T_MENTIONS.c.file_id.in_(chunk)))
-    if decrements:
-        rows = [{"a": a, "b": b, "n": n} for (a, b), n in sorted(decrements.items())]
-        conn.exec_driver_sql(SQL_SUB_PAIR, rows)
-        conn.exec_driver_sql(SQL_DROP_PAIR, [{"a": r["a"], "b": r["b"]} for r in rows])
-    return touched
-
-
-def _apply_concepts(
-    conn: Connection, settings: Settings, applied: list[tuple[int, Prepared]]
-) -> None:
-    """Insert the mentions of freshly read notes and add their co-occurrence pairs."""
-    names = sorted({name for _, p in applied for name, _ in p.concepts})
-    conn.exec_driver_sql(SQL_INSERT_CONCEPT, [{"kind": "concept", "k": n} for n in names])
-    ids: dict[str, int] = {}
-    for chunk in _chunks(names):
-        ids.update(
-            conn.execute(
-                select(T_ENTITIES.c.key, T_ENTITIES.c.id).where(
-                    T_ENTITIES.c.kind == "concept", T_ENTITIES.c.key.in_(chunk)
-                )
-            ).all()
-        )
-    mention_rows = []
-    increments: Counter[tuple[int, int]] = Counter()
-    for fid, p in applied:
-        cids = []
-        for name, count in p.concepts:
-            cid = ids[name]
-            cids.append(cid)
-            mention_rows.append({"f": fid, "c": cid, "n": count})
-        if len(cids) <= settings.max_concepts_per_file:
-            increments.update(combinations(sorted(cids), 2))
-    conn.exec_driver_sql(SQL_INSERT_MENTION, mention_rows)
-    if increments:
-        conn.exec_driver_sql(
-            SQL_ADD_PAIR, [{"a": a, "b": b, "n": n} for (a, b), n in sorted(increments.items())]
-        )
-
-
-def _delete_orphan_concepts(conn: Connection, concept_ids: set[int]) -> None:
-    has_mention = (
-        select(T_MENTIONS.c.concept_id).where(T_MENTIONS.c.concept_id == T_ENTITIES.c.id).exists()
-    )
-    for chunk in _chunks(sorted(concept_ids)):
-        conn.execute(
-            delete(T_ENTITIES).where(
-                T_ENTITIES.c.id.in_(chunk), T_ENTITIES.c.kind == "concept", ~has_mention
-            )
-        )
-
-
-def _mark_stale(conn: Connection, key: str) -> None:
-    stmt = sqlite_insert(T_META).values(key=f"stale:{key}", value="1")
-    conn.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": "1"}))
-
-
-def clear_stale(conn: Connection, key: str) -> None:
-    """Mark derived state ``key`` as recomputed (called inside the recomputing transaction)."""
-    conn.execute(delete(T_META).where(T_META.c.key == f"stale:{key}"))
-
-
-def _is_stale(engine: Engine, key: str) -> bool:
+def _is_stale(engine: Engine, name: str) -> bool:
     with db.read(engine) as conn:
-        return (
-            conn.execute(select(T_META.c.value).where(T_META.c.key == f"stale:{key}")).first()
-            is not None
-        )
+        return meta.is_stale(conn, name)
 
 
 def _count(engine: Engine, report: SyncReport) -> None:
@@ -706,9 +354,4 @@ def _count(engine: Engine, report: SyncReport) -> None:
         report.communities, report.modularity = totals["communities"], totals["modularity"]
 
 
-def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-__all__ = ["Problem", "ScannedFile", "SyncReport", "clear_stale", "run_sync", "sync_lock"]
+__all__ = ["Problem", "ScannedFile", "SyncReport", "run_sync", "sync_lock"]

@@ -30,8 +30,6 @@ from contextgraph import communities, db
 from contextgraph.communities import (
     CommunityInfo,
     CommunityRunInfo,
-    assign_stable_ids,
-    detect,
     has_communities,
     latest_run,
     list_communities,
@@ -39,6 +37,7 @@ from contextgraph.communities import (
 )
 from contextgraph.errors import InvalidArgument
 from contextgraph.models import Community, CommunityRun, ConceptRelation, Entity, Meta, table_of
+from contextgraph.partition import assign_stable_ids, detect
 from contextgraph.settings import Settings
 
 T_ENTITIES = table_of(Entity)
@@ -604,14 +603,14 @@ def test_recompute_clears_the_stale_flag(engine: Engine) -> None:
 
 def _racing(engine: Engine, monkeypatch: pytest.MonkeyPatch, change: Any) -> None:
     """Make ``change`` commit between recompute's read and its write."""
-    original = communities._partition
+    original = communities.partition
 
     def partition_then_change(*args: Any, **kwargs: Any) -> tuple[list[int], float]:
         result = original(*args, **kwargs)
         change()
         return result
 
-    monkeypatch.setattr(communities, "_partition", partition_then_change)
+    monkeypatch.setattr(communities, "partition", partition_then_change)
 
 
 def test_concurrent_sync_change_leaves_the_flag_and_new_concepts_unassigned(
@@ -654,13 +653,13 @@ def test_concurrent_run_does_not_lose_updates_or_reuse_ids(
     add_graph(engine, ["x1"])
 
     def other_run() -> None:
-        monkeypatch.setattr(communities, "_partition", original)
+        monkeypatch.setattr(communities, "partition", original)
         recompute(engine, SETTINGS)  # gives x1 the fresh id 3
-        monkeypatch.setattr(communities, "_partition", racing)
+        monkeypatch.setattr(communities, "partition", racing)
 
-    original = communities._partition
+    original = communities.partition
     _racing(engine, monkeypatch, other_run)
-    racing = communities._partition
+    racing = communities.partition
     recompute(engine, SETTINGS)
     stored = membership(engine)
     # This run also saw x1 as new; its fresh id moved past the other run's.

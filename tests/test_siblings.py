@@ -9,7 +9,7 @@ from conftest import Writer
 from sqlalchemy import text
 
 from contextgraph import ContextGraph, Settings, db
-from contextgraph.neighbourhood import bump_version
+from contextgraph.meta import bump_version
 
 
 @pytest.fixture
