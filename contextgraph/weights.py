@@ -34,9 +34,8 @@ from sqlalchemy import (
     literal,
     select,
 )
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from contextgraph import db
+from contextgraph import db, meta
 from contextgraph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
 from contextgraph.models import (
     ConceptRelation,
@@ -44,7 +43,6 @@ from contextgraph.models import (
     Entity,
     File,
     Mention,
-    Meta,
     RelationWeight,
     RelationWeightWindow,
     table_of,
@@ -55,7 +53,6 @@ T_RW = table_of(RelationWeight)
 T_WINDOWS = table_of(RelationWeightWindow)
 T_STRENGTHS = table_of(ConceptStrength)
 T_CREL = table_of(ConceptRelation)
-T_META = table_of(Meta)
 T_MENTIONS = table_of(Mention)
 T_FILES = table_of(File)
 T_ENTITIES = table_of(Entity)
@@ -79,8 +76,7 @@ def state_for(version: str, settings: Settings) -> str:
 
 
 def stored_state(conn: Connection) -> str | None:
-    value = conn.execute(select(T_META.c.value).where(T_META.c.key == STATE_KEY)).scalar()
-    return None if value is None else str(value)
+    return meta.get(conn, STATE_KEY)
 
 
 def refresh(engine: Engine, settings: Settings, now: datetime | float | None = None) -> int:
@@ -92,8 +88,6 @@ def refresh(engine: Engine, settings: Settings, now: datetime | float | None = N
     if now is None:
         now = settings.current_time()
     at = now.timestamp() if isinstance(now, datetime) else float(now)
-    from contextgraph.neighbourhood import _version
-
     with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
         conn.execute(delete(T_RW))
         conn.execute(delete(T_WINDOWS))
@@ -103,18 +97,14 @@ def refresh(engine: Engine, settings: Settings, now: datetime | float | None = N
             _fill(conn, settings, at)
             _fill_strengths(conn)
             written = int(conn.execute(select(func.count()).select_from(T_RW)).scalar_one())
-        state = state_for(_version(conn), settings)
-        stmt = sqlite_insert(T_META).values(key=STATE_KEY, value=state)
-        conn.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": state}))
+        meta.put(conn, STATE_KEY, state_for(meta.graph_version(conn), settings))
     return written
 
 
 def is_current(engine: Engine, settings: Settings) -> bool:
     """True when the stored lists were computed for the current graph version and settings."""
-    from contextgraph.neighbourhood import _version
-
     with db.read(engine) as conn:
-        return stored_state(conn) == state_for(_version(conn), settings)
+        return stored_state(conn) == state_for(meta.graph_version(conn), settings)
 
 
 def _fill(conn: Connection, settings: Settings, at: float) -> None:

@@ -13,7 +13,7 @@ import pytest
 from conftest import NOW, Writer
 from sqlalchemy import event, text
 
-from contextgraph import ContextGraph, db, weights
+from contextgraph import ContextGraph, db, meta, weights
 from contextgraph.neighbourhood import Neighbourhoods
 from contextgraph.settings import Settings, parse_datetime
 
@@ -67,7 +67,7 @@ def _answers(graph: ContextGraph, now: str | None = None) -> str:
 
 def _without_precompute(graph: ContextGraph, now: str | None = None) -> str:
     with db.write(graph.engine) as conn:  # no state, no lists: every step computed on the fly
-        conn.execute(text("DELETE FROM meta WHERE key = 'relation_weights'"))
+        meta.put(conn, weights.STATE_KEY, "none")  # a state that matches no graph version
         conn.execute(text("DELETE FROM relation_weights"))
         conn.execute(text("DELETE FROM relation_weight_windows"))
         conn.execute(text("DELETE FROM concept_strengths"))
@@ -190,9 +190,7 @@ def test_pruned_community_siblings_equal_the_full_walk(
         with db.write(g.engine) as conn:  # one community: every non-neighbour is a candidate
             conn.execute(text("UPDATE entities SET community_id = 3 WHERE kind = 'concept'"))
             conn.execute(text("DELETE FROM concept_relations WHERE (a_id + b_id) % 3 = 0"))
-            from contextgraph.neighbourhood import bump_version
-
-            bump_version(conn)
+            meta.bump_version(conn)
         weights.refresh(g.engine, g.settings)
         pruned = _answers(g)
         assert '"sharedNeighborCount"' in pruned, "no siblings: the test would prove nothing"
