@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from contextgraph.errors import (
+    Conflict,
     ContextGraphError,
     InvalidArgument,
     NotFound,
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from contextgraph.api import ContextGraph
 
 __all__ = [
+    "Conflict",
     "ContextGraph",
     "ContextGraphError",
     "InvalidArgument",

@@ -7,15 +7,21 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
 from contextgraph import db
-from contextgraph.errors import InvalidArgument
+from contextgraph.errors import (
+    CorruptDatabase,
+    InvalidArgument,
+    ReadOnlyDatabase,
+    SourceError,
+    UnsafePath,
+)
 from contextgraph.settings import Settings, parse_datetime
-from contextgraph.sources import SourceInfo, list_sources, register
-from contextgraph.stats import DoctorReport, counts, doctor
+from contextgraph.sources import SourceInfo, get_source, list_sources, register
+from contextgraph.stats import CommunityListing, DoctorReport, Revision, Stats, counts, doctor
 
 if TYPE_CHECKING:  # the query modules load on first use: `contextgraph sync` never needs them
     # and sync (scan, extraction, the process pool) loads only for a sync: queries never need it
@@ -24,6 +30,7 @@ if TYPE_CHECKING:  # the query modules load on first use: `contextgraph sync` ne
     from contextgraph.notes import Note
     from contextgraph.search import SearchResult
     from contextgraph.sync import Progress, SyncReport
+    from contextgraph.writing import Written
 
 
 def clean(text: str) -> str:
@@ -59,16 +66,39 @@ class ContextGraph:
         *,
         settings: Settings | None = None,
         migrate: bool = True,
+        create: bool = True,
     ) -> ContextGraph:
-        """Open (creating and migrating as needed) the database at ``path_or_url``."""
+        """Open (creating and migrating as needed) the database at ``path_or_url``.
+
+        ``create=False`` refuses a database file that does not exist (and creates nothing).
+        A path is literal (``50%.db``); ``":memory:"`` is a private in-memory database. A
+        file this process may not write is opened read-only: reads work, writes are refused.
+        """
         chosen = settings or Settings.from_env()
         engine = db.make_engine(
             path_or_url if path_or_url is not None else default_database(),
             busy_timeout_ms=chosen.busy_timeout_ms,
+            create=create,
         )
-        if migrate:
-            db.upgrade(engine)
+        try:
+            if migrate:
+                db.upgrade(engine)
+        except BaseException:
+            engine.dispose()
+            raise
         return cls(engine, chosen)
+
+    @classmethod
+    def diagnose(
+        cls, path_or_url: str | os.PathLike[str] | None = None, *, settings: Settings | None = None
+    ) -> DoctorReport:
+        """Run :meth:`doctor` on an existing database, reporting a damaged file as a problem."""
+        try:
+            graph = cls.open(path_or_url, settings=settings, create=False)
+        except CorruptDatabase as exc:
+            return DoctorReport.damaged(str(exc))
+        with graph:
+            return graph.doctor()
 
     def close(self) -> None:
         """Release the database connections."""
@@ -89,6 +119,17 @@ class ContextGraph:
     def database_path(self) -> Path | None:
         return db.database_path(self.engine)
 
+    @property
+    def read_only(self) -> bool:
+        """Whether the database was opened read-only (reads work, writes are refused)."""
+        return db.is_read_only(self.engine)
+
+    def _writable(self, what: str) -> None:
+        if self.read_only:
+            raise ReadOnlyDatabase(
+                f"the database at {self.database_path} is read-only: cannot {what}"
+            )
+
     def _now(self, now: datetime | str | None) -> float:
         if isinstance(now, str):
             now = parse_datetime(now)
@@ -97,13 +138,29 @@ class ContextGraph:
     # -- sources and sync -------------------------------------------------------------------
 
     def add_source(self, root: str | os.PathLike[str], *, name: str | None = None) -> SourceInfo:
-        """Register a folder as a source (idempotent for the same folder)."""
-        return register(self.engine, Path(root), name)
+        """Register a folder as a source (idempotent for the same folder).
+
+        One folder is one source: a folder that already is a source under another name, or lies
+        inside or around one, is refused (:class:`SourceError` naming the existing source).
+        """
+        self._writable("register a source")
+        return register(self.engine, root, name)
 
     def sources(self) -> list[SourceInfo]:
         """Return the registered sources."""
         with db.read(self.engine) as conn:
             return list_sources(conn)
+
+    def remove_source(self, name: str) -> SyncReport:
+        """Forget the source ``name`` and everything derived from it (its files' concepts,
+        co-occurrences, code graph and search index); communities are recomputed as a sync
+        would. The folder itself is not touched."""
+        self._writable("remove a source")
+        with db.read(self.engine) as conn:
+            source = get_source(conn, clean(name))
+        from contextgraph.sync import forget_source
+
+        return forget_source(self.engine, self.settings, source)
 
     def sync(
         self,
@@ -112,12 +169,25 @@ class ContextGraph:
         name: str | None = None,
         wait: bool = True,
         progress: Progress | None = None,
+        register: bool = True,
+        allow: Sequence[str | os.PathLike[str]] | None = None,
     ) -> SyncReport:
-        """Sync ``paths`` (registering new ones), or every registered source when none given."""
+        """Sync ``paths`` (registering new ones), or every registered source when none given.
+
+        ``register=False`` refuses a path that is not already a source; ``allow`` refuses to
+        register one outside the given folders (registered sources always re-sync).
+        """
+        if isinstance(paths, str | os.PathLike):
+            paths = [paths]
+        if name is not None and len(paths) != 1:
+            raise InvalidArgument("a source name applies to exactly one folder")
+        self._writable("sync")
+        if not paths and not self.sources():
+            raise SourceError("no sources registered: give a folder to sync")
+        if paths and (not register or allow is not None):
+            self._check_registration(paths, register=register, allow=allow or ())
         from contextgraph.sync import run_sync
 
-        if name is not None and len(paths) > 1:
-            raise InvalidArgument("--name applies to a single PATH")
         chosen = [self.add_source(p, name=name).name for p in paths]
         return run_sync(
             self.engine,
@@ -126,6 +196,27 @@ class ContextGraph:
             wait=wait,
             progress=progress,
         )
+
+    def _check_registration(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        register: bool,
+        allow: Sequence[str | os.PathLike[str]],
+    ) -> None:
+        known = {s.root.resolve() for s in self.sources()}
+        bounds = [Path(a).expanduser().resolve() for a in allow]
+        for path in paths:
+            resolved = Path(path).expanduser().resolve()
+            if resolved in known:
+                continue
+            if not register:
+                raise UnsafePath(f"{path} is not a registered source, and no new one may be added")
+            if not any(resolved == b or resolved.is_relative_to(b) for b in bounds):
+                listed = ", ".join(str(b) for b in bounds) or "(none)"
+                raise UnsafePath(
+                    f"{path} is outside the folders sources may be added from: {listed}"
+                )
 
     # -- questions --------------------------------------------------------------------------
 
@@ -218,36 +309,149 @@ class ContextGraph:
         with db.read(self.engine) as conn:
             return visualize(conn, clean(concept), depth=depth, max_nodes=max_nodes)
 
-    def communities(self, *, rebuild: bool = False) -> dict[str, Any]:
+    def communities(self, *, rebuild: bool = False) -> CommunityListing:
         """The latest community run and every community (recomputed first with ``rebuild``)."""
         from contextgraph import communities
 
         if rebuild:
+            self._writable("recompute the communities")
             communities.recompute(self.engine, self.settings)
         with db.read(self.engine) as conn:
             run = communities.latest_run(conn)
             listed = communities.list_communities(conn)
-        return {
-            "run": None if run is None else run.as_dict(),
-            "communities": [c.as_dict() for c in listed],
-        }
+        return CommunityListing(run, tuple(listed))
+
+    # -- writing (SPEC §14) -----------------------------------------------------------------
+
+    def write_note(
+        self,
+        path_or_title: str,
+        content: str,
+        *,
+        source: str | None = None,
+        overwrite: bool = False,
+        expected_hash: str | None = None,
+    ) -> Written:
+        """Create (or with ``overwrite`` replace) a note file and sync it at once."""
+        from contextgraph import writing
+
+        return writing.write_note(
+            self.engine,
+            self.settings,
+            clean(path_or_title),
+            clean(content),
+            source=None if source is None else clean(source),
+            overwrite=overwrite,
+            expected_hash=expected_hash,
+        )
+
+    def edit_note(
+        self,
+        identifier: str,
+        operation: str,
+        *,
+        content: str | None = None,
+        find: str | None = None,
+        replace: str | None = None,
+        count: int = 1,
+        heading: str | None = None,
+        expected_hash: str | None = None,
+    ) -> Written:
+        """Append, prepend, replace text or replace a section of a note; sync it at once."""
+        from contextgraph import writing
+
+        return writing.edit_note(
+            self.engine,
+            self.settings,
+            clean(identifier),
+            operation,
+            content=None if content is None else clean(content),
+            find=None if find is None else clean(find),
+            replace=None if replace is None else clean(replace),
+            count=count,
+            heading=None if heading is None else clean(heading),
+            expected_hash=expected_hash,
+        )
+
+    def move_note(
+        self, identifier: str, new_path: str, *, expected_hash: str | None = None
+    ) -> Written:
+        """Move a note within its source; the store records a rename."""
+        from contextgraph import writing
+
+        return writing.move_note(
+            self.engine,
+            self.settings,
+            clean(identifier),
+            clean(new_path),
+            expected_hash=expected_hash,
+        )
+
+    def delete_note(self, identifier: str, *, expected_hash: str | None = None) -> Written:
+        """Delete a note's file and retract it from the store."""
+        from contextgraph import writing
+
+        return writing.delete_note(
+            self.engine, self.settings, clean(identifier), expected_hash=expected_hash
+        )
 
     # -- housekeeping -----------------------------------------------------------------------
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Stats:
         """Counts, community summary, database size and the effective settings."""
         with db.read(self.engine) as conn:
-            out = counts(conn)
+            totals = counts(conn)
         path = self.database_path
-        out["database"] = str(path) if path else str(self.engine.url)
-        out["databaseBytes"] = sum(
-            p.stat().st_size for p in ([path, Path(f"{path}-wal")] if path else []) if p.exists()
+        return Stats.from_counts(
+            totals,
+            database=str(path) if path else str(self.engine.url),
+            database_bytes=sum(
+                p.stat().st_size
+                for p in ([path, Path(f"{path}-wal")] if path else [])
+                if p.exists()
+            ),
+            schema_revision=db.current_revision(self.engine),
+            settings=self.settings.as_dict(),
         )
-        out["schemaRevision"] = db.current_revision(self.engine)
-        out["settings"] = self.settings.as_dict()
-        return out
 
     def doctor(self) -> DoctorReport:
-        """Check the file's integrity and recount co-occurrence from the mentions."""
-        with db.read(self.engine) as conn:
-            return doctor(conn)
+        """Check the file's integrity and recount co-occurrence from the mentions.
+
+        A damaged file is a diagnosis (a problem in the report), not an exception.
+        """
+        try:
+            with db.read(self.engine) as conn:
+                return doctor(conn)
+        except CorruptDatabase as exc:
+            return DoctorReport.damaged(str(exc))
+
+    # -- schema -----------------------------------------------------------------------------
+
+    def revision(self) -> str | None:
+        """The database's schema revision (None for a blank database)."""
+        return db.current_revision(self.engine)
+
+    def upgrade(self, revision: str = "head") -> str | None:
+        """Migrate the schema up to ``revision``; return the revision it is at afterwards."""
+        db.upgrade(self.engine, revision)
+        return db.current_revision(self.engine)
+
+    @staticmethod
+    def head() -> str:
+        """The newest schema revision this version of contextgraph knows."""
+        return db.SCHEMA_HEAD
+
+    @staticmethod
+    def history() -> list[Revision]:
+        """Every schema revision, oldest first."""
+        from alembic.script import ScriptDirectory
+
+        script = ScriptDirectory(str(db.migrations_dir()))
+        return [
+            Revision(
+                rev.revision,
+                rev.down_revision if isinstance(rev.down_revision, str) else None,
+                (rev.doc or "").strip(),
+            )
+            for rev in reversed(list(script.walk_revisions()))
+        ]

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Select, bindparam, func, literal, select
 
 from contextgraph.decay import reference_sql
 from contextgraph.errors import InvalidArgument
+from contextgraph.limits import CONTEXT_DEPTH, CONTEXT_MAX_ENTITIES
 from contextgraph.models import ConceptRelation, Entity, File, Mention, Source, table_of
 from contextgraph.names import normalize
 from contextgraph.neighbourhood import Neighbourhoods, cooccurrences, weighted_score
@@ -160,10 +161,8 @@ def build_context(
     include_content: bool = False,
 ) -> Context:
     """Answer "what belongs with ``concept``?" (see SPEC §5 for every rule)."""
-    if depth < 0:
-        raise InvalidArgument(f"depth must be 0 or more, not {depth}")
-    if max_entities < 1:
-        raise InvalidArgument(f"max_entities must be at least 1, not {max_entities}")
+    CONTEXT_DEPTH.check(depth)
+    CONTEXT_MAX_ENTITIES.check(max_entities)
     key, found = find_concept(conn, concept)
     if found is None:
         return Context(concept_name=key, depth=depth)

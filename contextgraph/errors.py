@@ -29,3 +29,15 @@ class SourceError(ContextGraphError):
 
 class DatabaseError(ContextGraphError):
     """The database cannot be opened, migrated or written."""
+
+
+class ReadOnlyDatabase(DatabaseError):
+    """The database can be read but not written (its file or folder is read-only)."""
+
+
+class CorruptDatabase(DatabaseError):
+    """The database file is damaged or is not an SQLite database at all."""
+
+
+class Conflict(ContextGraphError):
+    """A write would clobber a file that exists or changed since the caller read it."""

@@ -49,6 +49,11 @@ class Prepared:
     search_parts: str | None = None  # other spellings of the text's identifiers
 
 
+def content_hash(data: bytes) -> str:
+    """The hash the store keeps for a file's bytes (and that ``expected_hash`` compares)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 def prepare(job: Job) -> Prepared:
     """Read the file behind ``job`` and, if its content changed, extract what it holds."""
     try:
@@ -65,7 +70,7 @@ def prepare(job: Job) -> Prepared:
         return Prepared(job.path, job.kind, "failed", f"unreadable: {exc.strerror or exc}")
     if len(data) > job.max_bytes:
         return Prepared(job.path, job.kind, "failed", f"larger than {job.max_bytes} bytes")
-    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    digest = content_hash(data)
     size, mtime_ns = st.st_size, st.st_mtime_ns
     if digest == job.known_hash:
         return Prepared(job.path, job.kind, "same", size=size, mtime_ns=mtime_ns, hash=digest)

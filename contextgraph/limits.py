@@ -49,3 +49,7 @@ RETRIEVE_K = Bound("k", 1, 50)
 RETRIEVE_BUDGET_TOKENS = Bound("budget_tokens", 100, 100_000)
 # Free text a caller types: a search query or a retrieval question.
 MAX_QUERY_CHARS = 4000
+# Writing (SPEC §14): how many occurrences a replace_text edit may expect.
+EDIT_COUNT = Bound("count", 1, 10_000)
+# A title or path given to write_note / move_note.
+MAX_PATH_CHARS = 4096

@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Engine, func, or_, select, update
 
 from contextgraph import db
 from contextgraph.errors import InvalidArgument, NotFound, UnsafePath
+from contextgraph.ingest import content_hash
 from contextgraph.meta import bump_version
 from contextgraph.models import Entity, File, Mention, Source, table_of
 
@@ -46,6 +47,7 @@ class Note:
     modified: str
     last_accessed: str | None
     concepts: tuple[str, ...]
+    hash: str = ""  # of the bytes read: pass it back as ``expected_hash`` to edit safely
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -58,6 +60,7 @@ class Note:
             "modified": self.modified,
             "lastAccessed": self.last_accessed,
             "concepts": list(self.concepts),
+            "hash": self.hash,
         }
 
 
@@ -112,21 +115,28 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
     rows = list(conn.execute(base.where(T_FILES.c.path == rel).order_by(T_SOURCES.c.name)))
     if rows:
         return rows
-    # A title: the frontmatter title, else the file name without .md, case-insensitively.
+    # A title: the frontmatter title, else the file name without its extension (a note's or a
+    # code file's), case-insensitively; the LIKE only narrows the rows the exact test then sees.
     lowered = identifier.strip().lower()
-    stem = func.lower(func.replace(T_FILES.c.path, ".md", ""))
-    return list(
-        conn.execute(
-            base.where(
-                T_FILES.c.kind == "note",
-                or_(
-                    func.lower(T_FILES.c.title) == lowered,
-                    stem == lowered,
-                    stem.like("%/" + db.escape_like(lowered), escape="\\"),
-                ),
-            ).order_by(T_SOURCES.c.name, T_FILES.c.path)
-        )
+    titled = conn.execute(
+        base.where(
+            or_(
+                func.lower(T_FILES.c.title) == lowered,
+                func.lower(T_FILES.c.path).like("%" + db.escape_like(lowered) + "%", escape="\\"),
+            )
+        ).order_by(T_SOURCES.c.name, T_FILES.c.path)
     )
+    return [r for r in titled if _names_title(r, lowered)]
+
+
+def _names_title(row: Any, lowered: str) -> bool:
+    if row.title is not None and row.title.lower() == lowered:
+        return True
+    stem = str(PurePosixPath(row.path).with_suffix("")).lower()
+    return stem == lowered or stem.endswith("/" + lowered)
+
+
+MAX_LISTED = 10
 
 
 def read_note(
@@ -138,17 +148,10 @@ def read_note(
     retry_seconds: float = 120.0,
 ) -> Note:
     """Return the note behind ``identifier`` and record the read in ``last_accessed``."""
-    if not isinstance(identifier, str) or not identifier.strip():
-        raise InvalidArgument("give a memory:// URI, a source-relative path or a note title")
-    with db.read(engine) as conn:
-        rows = _candidates(conn, identifier)
-    if not rows:
-        raise NotFound(f"no note matches {identifier[:200]!r}")
-    if len(rows) > 1:
-        uris = ", ".join(file_uri(r.source, r.path) for r in rows[:5])
-        raise InvalidArgument(f"{identifier[:200]!r} is ambiguous: {uris}")
-    row = rows[0]
-    content = _read_inside(Path(row.root), row.path, database)
+    row = resolve(engine, identifier)
+    data = _read_inside(Path(row.root), row.path, database)
+    text = data.decode("utf-8", errors="replace")
+    content = text[1:] if text.startswith("\ufeff") else text
     stamp = now if now is not None else time.time()
     with db.write(engine, retry_seconds=retry_seconds) as conn:
         # A read can only make a note fresher: never move last_accessed backwards.
@@ -180,10 +183,33 @@ def read_note(
         modified=_iso(row.modified) or "",
         last_accessed=_iso(last),
         concepts=concepts,
+        hash=content_hash(data),
     )
 
 
-def _read_inside(root: Path, rel: str, database: Path | None) -> str:
+def resolve(engine: Engine, identifier: str) -> Any:
+    """The one stored file ``identifier`` names (id, path, source, root, ...), or raise."""
+    if not isinstance(identifier, str) or not identifier.strip():
+        raise InvalidArgument("give a memory:// URI, a source-relative path or a note title")
+    with db.read(engine) as conn:
+        rows = _candidates(conn, identifier)
+    if not rows:
+        raise NotFound(f"no note matches {identifier[:200]!r}")
+    if len(rows) > 1:
+        uris = ", ".join(file_uri(r.source, r.path) for r in rows[:MAX_LISTED])
+        more = f" and {len(rows) - MAX_LISTED} more" if len(rows) > MAX_LISTED else ""
+        raise InvalidArgument(
+            f"{identifier[:200]!r} is ambiguous: {len(rows)} files match: {uris}{more}"
+        )
+    return rows[0]
+
+
+def confine(root: Path, rel: str, database: Path | None) -> str:
+    """The real path of ``rel`` under ``root``; UnsafePath if it leads out or at the database.
+
+    ``rel`` must already have passed :func:`check_relative`. The file need not exist (writes
+    confine their target too): symlinks in the existing part of the path are resolved.
+    """
     real_root = os.path.realpath(root)
     target = os.path.realpath(os.path.join(real_root, rel))
     if not (target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep)):
@@ -196,12 +222,16 @@ def _read_inside(root: Path, rel: str, database: Path | None) -> str:
             or target.startswith(db_real + ".")
         ):
             raise UnsafePath("the database files are never served")
+    return target
+
+
+def _read_inside(root: Path, rel: str, database: Path | None) -> bytes:
+    target = confine(root, rel, database)
     try:
         with open(target, "rb") as handle:
             data = handle.read()
     except FileNotFoundError as exc:
-        raise NotFound(f"{rel} is gone from disk; run `contextgraph sync`") from exc
+        raise NotFound(f"{rel} is gone from disk: sync its source again") from exc
     except OSError as exc:
         raise NotFound(f"{rel} cannot be read: {exc.strerror or exc}") from exc
-    text = data.decode("utf-8", errors="replace")
-    return text[1:] if text.startswith("\ufeff") else text
+    return data

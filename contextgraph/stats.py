@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, func, select, text
 
@@ -16,6 +17,9 @@ from contextgraph.models import (
     Source,
     table_of,
 )
+
+if TYPE_CHECKING:
+    from contextgraph.communities import CommunityInfo, CommunityRunInfo
 
 T_FILES = table_of(File)
 T_ENTITIES = table_of(Entity)
@@ -57,6 +61,94 @@ def counts(conn: Connection) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Stats:
+    """What ``contextgraph stats`` shows; ``as_dict`` gives its JSON shape."""
+
+    sources: tuple[Mapping[str, str], ...]
+    files: Mapping[str, int]
+    concepts: int
+    entities: Mapping[str, int]
+    relations: int
+    code_relations: Mapping[str, int]
+    communities: int | None
+    modularity: float | None
+    community_algorithm: str | None
+    database: str
+    database_bytes: int
+    schema_revision: str | None
+    settings: Mapping[str, Any]
+
+    @classmethod
+    def from_counts(
+        cls,
+        totals: Mapping[str, Any],
+        *,
+        database: str,
+        database_bytes: int,
+        schema_revision: str | None,
+        settings: Mapping[str, Any],
+    ) -> Stats:
+        return cls(
+            sources=tuple(dict(s) for s in totals["sources"]),
+            files=dict(totals["files"]),
+            concepts=int(totals["concepts"]),
+            entities=dict(totals["entities"]),
+            relations=int(totals["relations"]),
+            code_relations=dict(totals["codeRelations"]),
+            communities=totals["communities"],
+            modularity=totals["modularity"],
+            community_algorithm=totals["communityAlgorithm"],
+            database=database,
+            database_bytes=database_bytes,
+            schema_revision=schema_revision,
+            settings=dict(settings),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sources": [dict(s) for s in self.sources],
+            "files": dict(self.files),
+            "concepts": self.concepts,
+            "entities": dict(self.entities),
+            "relations": self.relations,
+            "codeRelations": dict(self.code_relations),
+            "communities": self.communities,
+            "modularity": self.modularity,
+            "communityAlgorithm": self.community_algorithm,
+            "database": self.database,
+            "databaseBytes": self.database_bytes,
+            "schemaRevision": self.schema_revision,
+            "settings": dict(self.settings),
+        }
+
+
+@dataclass(frozen=True)
+class CommunityListing:
+    """The latest community run (None before any) and the current communities, largest first."""
+
+    run: CommunityRunInfo | None
+    communities: tuple[CommunityInfo, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run": None if self.run is None else self.run.as_dict(),
+            "communities": [c.as_dict() for c in self.communities],
+        }
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One schema migration: its id, the one it follows, and what it does."""
+
+    revision: str
+    down_revision: str | None
+    doc: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"revision": self.revision, "downRevision": self.down_revision, "doc": self.doc}
+
+
 # Co-occurrence recounted from mentions: the pairs of concepts sharing a note whose pairs count.
 _RECOUNT = """
 WITH derived AS (
@@ -91,6 +183,11 @@ class DoctorReport:
     def ok(self) -> bool:
         return not self.problems
 
+    @classmethod
+    def damaged(cls, reason: str) -> DoctorReport:
+        """The report for a file that SQLite cannot read as a database at all."""
+        return cls(integrity=reason, fts="not checked", problems=[f"integrity_check: {reason}"])
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
@@ -110,7 +207,10 @@ def doctor(conn: Connection) -> DoctorReport:
     lines = [str(r[0]) for r in conn.execute(text("PRAGMA integrity_check"))]
     report.integrity = "ok" if lines == ["ok"] else "; ".join(lines[:20])
     if report.integrity != "ok":
+        # Counts read from a damaged file mean nothing: the integrity problem is the diagnosis.
         report.problems.append(f"integrity_check: {report.integrity}")
+        report.fts = "not checked"
+        return report
     row = conn.execute(text(_RECOUNT)).one()
     report.missing_relations, report.wrong_relations = int(row[0]), int(row[1])
     report.nonpositive_counts, report.orphan_concepts = int(row[2]), int(row[3])

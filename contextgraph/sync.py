@@ -12,27 +12,27 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Connection, Engine, delete, select
 
 from contextgraph import db, meta
 from contextgraph.codesync import rebuild_code_graph
-from contextgraph.errors import SyncInProgress
+from contextgraph.errors import NotFound, SyncInProgress
 from contextgraph.ingest import Job, Prepared, prepare
-from contextgraph.models import File, table_of
-from contextgraph.scan import ScannedFile, scan
+from contextgraph.models import File, Source, table_of
+from contextgraph.scan import SKIPPED_DIRS, ScannedFile, file_kind, scan
 from contextgraph.settings import Settings
 from contextgraph.sources import SourceInfo, list_sources
+from contextgraph.sqlcore import chunked
 from contextgraph.stats import counts
 from contextgraph.syncstore import (
     Delete,
@@ -44,8 +44,10 @@ from contextgraph.syncstore import (
     Update,
     apply_ops,
 )
+from contextgraph.workers import process_pool
 
 T_FILES = table_of(File)
+T_SOURCES = table_of(Source)
 
 POOL_THRESHOLD = 400  # files to extract before a process pool pays for its start-up
 
@@ -66,6 +68,7 @@ class SyncReport:
     """What a sync did; ``as_dict`` gives the JSON shape the CLI prints."""
 
     sources: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # sources whose folder is gone
     scanned: int = 0
     added: int = 0
     updated: int = 0
@@ -87,6 +90,7 @@ class SyncReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "sources": self.sources,
+            "missingSources": self.missing,
             "files": {
                 "scanned": self.scanned,
                 "added": self.added,
@@ -157,22 +161,183 @@ def run_sync(
         for source in chosen:
             report.sources.append(source.name)
             _sync_source(engine, settings, source, exclude, report, progress)
-        t = time.perf_counter()
-        for source in registered:
-            if _is_stale(engine, meta.code_graph(source.id)):
-                rebuild_code_graph(engine, source.id)
-        report.phases["codegraph"] = time.perf_counter() - t
-        t = time.perf_counter()
-        if _is_stale(engine, meta.COMMUNITIES):
-            report.graph_changed = True
-            _recompute_communities(engine, settings, report)
-        report.phases["communities"] = time.perf_counter() - t
-        t = time.perf_counter()
-        _refresh_weights(engine, settings)
-        report.phases["weights"] = time.perf_counter() - t
-        _count(engine, report)
+        _finish(engine, settings, registered, report)
     report.phases["total"] = time.perf_counter() - started
     return report
+
+
+def sync_paths(
+    engine: Engine,
+    settings: Settings,
+    source: str,
+    paths: Iterable[str],
+    *,
+    wait: bool = True,
+    locked: bool = False,
+    reread: bool = False,
+) -> SyncReport:
+    """Sync only ``paths`` (source-relative, files or folders) of one source, as ``run_sync`` would.
+
+    The store ends as a full sync would leave it for those paths: a path gone from disk is
+    retracted, a path that is new or changed is read, and a file that moved between two given
+    paths is a rename (it keeps ``last_accessed``). A folder among the paths, or a path through
+    a symlinked folder, is synced by a full sync of the source, since only a walk decides which
+    of its aliases the store holds. Pass ``locked=True`` when the caller already holds
+    :func:`sync_lock` (a writer that must change the file and sync it in one critical section),
+    and ``reread=True`` when it knows the files changed: two writes within one tick of the file
+    system's clock can leave size and mtime alike, so the stat shortcut is skipped (the hash
+    still is compared).
+    """
+    if not locked:
+        with sync_lock(db.database_path(engine), wait=wait):
+            return sync_paths(engine, settings, source, paths, locked=True, reread=reread)
+    report = SyncReport()
+    started = time.perf_counter()
+    with db.read(engine) as conn:
+        registered = list_sources(conn)
+    found = [s for s in registered if s.name == source]
+    if not found:
+        raise NotFound(f"no source named {source!r}")
+    info = found[0]
+    report.sources.append(info.name)
+    exclude = _database_files(db.database_path(engine))
+    picked = _pick(info, sorted(set(paths)), exclude)
+    if picked is None:
+        _sync_source(engine, settings, info, exclude, report, None)
+    else:
+        files, asked = picked
+        report.scanned += len(files)
+        with db.read(engine) as conn:
+            existing = _existing(conn, info.id, asked)
+        _reconcile(engine, settings, info, files, existing, report, None, reread=reread)
+    _finish(engine, settings, [info], report)
+    report.phases["total"] = time.perf_counter() - started
+    return report
+
+
+def forget_source(engine: Engine, settings: Settings, source: SourceInfo) -> SyncReport:
+    """Remove ``source`` and everything derived from it, as a sync of an empty folder would.
+
+    Its files are retracted in the same short batches a sync uses (so co-occurrence counts and
+    orphaned concepts stay exact), its code graph is dropped, then the source row itself; the
+    communities are recomputed when the concept graph changed.
+    """
+    report = SyncReport(sources=[source.name])
+    started = time.perf_counter()
+    with sync_lock(db.database_path(engine)):
+        with db.read(engine) as conn:
+            ops: list[FileOp] = [
+                Delete(r.path, Existing(r.id, r.kind, r.size, r.mtime_ns, r.hash))
+                for r in conn.execute(
+                    select(
+                        T_FILES.c.id,
+                        T_FILES.c.path,
+                        T_FILES.c.kind,
+                        T_FILES.c.size,
+                        T_FILES.c.mtime_ns,
+                        T_FILES.c.hash,
+                    ).where(T_FILES.c.source_id == source.id)
+                )
+            ]
+        for start in range(0, len(ops), settings.batch_files):
+            _write_batch(
+                engine, settings, source, ops[start : start + settings.batch_files], report
+            )
+        rebuild_code_graph(engine, source.id)  # drops the packages only this source imported
+        with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
+            conn.execute(delete(T_SOURCES).where(T_SOURCES.c.id == source.id))
+            meta.clear_stale(conn, meta.code_graph(source.id))
+        _finish(engine, settings, [], report)
+    report.phases["total"] = time.perf_counter() - started
+    return report
+
+
+def _pick(
+    source: SourceInfo, paths: list[str], exclude: list[Path]
+) -> tuple[list[ScannedFile], list[str]] | None:
+    """The files among ``paths`` a full scan would take, and every path asked about.
+
+    None when a full sync is needed instead (a folder, or a symlinked folder on the way).
+    """
+    real_root = os.path.realpath(source.root)
+    excluded = {os.path.realpath(p) for p in exclude}
+    files: list[ScannedFile] = []
+    for rel in paths:
+        abspath = os.path.join(real_root, rel)
+        parent = os.path.dirname(rel)
+        folder = os.path.dirname(abspath)
+        expected = os.path.join(real_root, parent).rstrip(os.sep)
+        if os.path.isdir(abspath) or (
+            os.path.lexists(folder) and os.path.realpath(folder) != expected
+        ):
+            return None
+        kind = file_kind(os.path.basename(rel))
+        if kind is None and not os.path.lexists(abspath):
+            return None  # perhaps a folder that was deleted or moved away: walk the source
+        if not _scannable(real_root, rel) or os.path.realpath(abspath) in excluded:
+            continue
+        try:
+            target = os.path.realpath(abspath)
+            st = os.stat(abspath)
+        except OSError:
+            continue  # gone (or a dangling link): retracted below if the store has it
+        if kind is None or not stat.S_ISREG(st.st_mode):
+            continue
+        if not (target == real_root or target.startswith(real_root + os.sep)):
+            continue  # a link out of the source: never followed
+        files.append(ScannedFile(rel, abspath, kind, st.st_size, st.st_mtime_ns))
+    return files, paths
+
+
+def _scannable(real_root: str, rel: str) -> bool:
+    """Whether the walk of :func:`scan` would enter every folder on the way to ``rel``."""
+    parts = rel.split("/")
+    if any(p.startswith(".") or not p for p in parts):
+        return False
+    folders = parts[:-1]
+    for i, name in enumerate(folders):
+        if name in SKIPPED_DIRS:
+            return False
+        if os.path.exists(os.path.join(real_root, *folders[: i + 1], "pyvenv.cfg")):
+            return False
+    return True
+
+
+def _existing(conn: Connection, source_id: int, paths: list[str]) -> dict[str, Existing]:
+    out: dict[str, Existing] = {}
+    for chunk in chunked(paths):
+        for r in conn.execute(
+            select(
+                T_FILES.c.id,
+                T_FILES.c.path,
+                T_FILES.c.kind,
+                T_FILES.c.size,
+                T_FILES.c.mtime_ns,
+                T_FILES.c.hash,
+            ).where(T_FILES.c.source_id == source_id, T_FILES.c.path.in_(chunk))
+        ):
+            out[r.path] = Existing(r.id, r.kind, r.size, r.mtime_ns, r.hash)
+    return out
+
+
+def _finish(
+    engine: Engine, settings: Settings, sources: list[SourceInfo], report: SyncReport
+) -> None:
+    """Recompute what the file phase marked stale (code graphs, communities); count."""
+    t = time.perf_counter()
+    for source in sources:
+        if _is_stale(engine, meta.code_graph(source.id)):
+            rebuild_code_graph(engine, source.id)
+    report.phases["codegraph"] = time.perf_counter() - t
+    t = time.perf_counter()
+    if _is_stale(engine, meta.COMMUNITIES):
+        report.graph_changed = True
+        _recompute_communities(engine, settings, report)
+    report.phases["communities"] = time.perf_counter() - t
+    t = time.perf_counter()
+    _refresh_weights(engine, settings)
+    report.phases["weights"] = time.perf_counter() - t
+    _count(engine, report)
 
 
 def _recompute_communities(engine: Engine, settings: Settings, report: SyncReport) -> None:
@@ -212,7 +377,8 @@ def _sync_source(
 ) -> None:
     t = time.perf_counter()
     if not source.root.is_dir():
-        report.failed.append(Problem(source.name, ".", "source folder is missing"))
+        report.failed.append(Problem(source.name, ".", f"source folder {source.root} is missing"))
+        report.missing.append(source.name)
         return
     scanned = scan(source.root, exclude=exclude)
     for path, reason in scanned.problems:
@@ -233,13 +399,33 @@ def _sync_source(
             )
         }
     report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t
+    _reconcile(engine, settings, source, scanned.files, existing, report, progress)
 
+
+def _reconcile(
+    engine: Engine,
+    settings: Settings,
+    source: SourceInfo,
+    files: list[ScannedFile],
+    existing: dict[str, Existing],
+    report: SyncReport,
+    progress: Progress | None,
+    *,
+    reread: bool = False,
+) -> None:
+    """Move the store from ``existing`` to ``files``: what is in the first only is gone."""
     jobs: list[Job] = []
     present: set[str] = set()
-    for f in scanned.files:
+    for f in files:
         present.add(f.path)
         old = existing.get(f.path)
-        if old and old.size == f.size and old.mtime_ns == f.mtime_ns and old.kind == f.kind:
+        if (
+            old
+            and not reread
+            and old.size == f.size
+            and old.mtime_ns == f.mtime_ns
+            and old.kind == f.kind
+        ):
             report.unchanged += 1
             continue
         known = old.hash if old and old.kind == f.kind else None
@@ -320,8 +506,7 @@ def _prepare_all(jobs: list[Job], settings: Settings) -> Iterable[Prepared]:
         for job in jobs:
             yield prepare(job)
         return
-    # spawn, not fork: no database connection (or lock) may cross into a child process.
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+    with process_pool(workers) as pool:  # its workers die with this process, however it ends
         yield from pool.map(prepare, jobs, chunksize=32)
 
 
@@ -354,4 +539,12 @@ def _count(engine: Engine, report: SyncReport) -> None:
         report.communities, report.modularity = totals["communities"], totals["modularity"]
 
 
-__all__ = ["Problem", "ScannedFile", "SyncReport", "run_sync", "sync_lock"]
+__all__ = [
+    "Problem",
+    "ScannedFile",
+    "SyncReport",
+    "forget_source",
+    "run_sync",
+    "sync_lock",
+    "sync_paths",
+]

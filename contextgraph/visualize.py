@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, select, union_all
 
 from contextgraph.context import find_concept
-from contextgraph.errors import InvalidArgument
+from contextgraph.limits import VISUALIZE_DEPTH, VISUALIZE_MAX_NODES
 from contextgraph.mermaid import MAX_EDGES, MermaidEdge, MermaidNode, render_flowchart
 from contextgraph.models import ConceptRelation, Entity, table_of
 
@@ -15,10 +15,8 @@ T_CREL = table_of(ConceptRelation)
 
 def visualize(conn: Connection, concept: str, *, depth: int = 2, max_nodes: int = 30) -> str:
     """Render up to ``max_nodes`` concepts within ``depth`` hops as a Mermaid flowchart."""
-    if not 1 <= depth <= 5:
-        raise InvalidArgument("depth must be between 1 and 5")
-    if not 5 <= max_nodes <= 100:
-        raise InvalidArgument("max_nodes must be between 5 and 100")
+    VISUALIZE_DEPTH.check(depth)
+    VISUALIZE_MAX_NODES.check(max_nodes)
     key, found = find_concept(conn, concept)
     if found is None:
         return render_flowchart(key, [], [])

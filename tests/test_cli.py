@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import EXAMPLES, NOW, Writer
 
+from contextgraph import ContextGraph
 from contextgraph.cli import cli
 
 
@@ -46,12 +47,32 @@ def test_db_comes_from_the_environment(
     assert target.exists()
 
 
-def test_negative_depth_is_a_one_line_error_with_exit_1(runner: CliRunner, db_path: Path) -> None:
-    code, out, err = invoke(runner, db_path, "context", "x", "--depth", "-1", "--json")
-    assert code == 1
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("context", "x", "--depth", "-1", "--json"),
+        ("context", "x", "--depth", "6"),
+        ("context", "x", "--max-entities", "100000"),
+        ("context", "x", "--max-entities", "0"),
+        ("expand", "x", "--max-depth", "9"),
+        ("expand", "x", "--max-nodes", "0"),
+        ("search", "x", "--limit", "0"),
+        ("search", "x", "--limit", "101"),
+        ("search", "x", "--page", "0"),
+        ("search", "x", "--page", "99999999999999999999"),
+        ("visualize", "x", "--depth", "0"),
+        ("visualize", "x", "--max-nodes", "4"),
+    ],
+)
+def test_out_of_range_numbers_are_click_usage_errors_with_exit_2(
+    runner: CliRunner, db_path: Path, args: tuple[str, ...]
+) -> None:
+    code, out, err = invoke(runner, db_path, *args)
+    assert code == 2, err
     assert out == ""
-    assert "depth" in err and "Traceback" not in err
-    assert len(err.strip().splitlines()) == 1
+    assert "Invalid value for" in err and "is not in the range" in err
+    assert "Traceback" not in err and "OverflowError" not in err
+    assert not db_path.exists()  # refused before anything was opened
 
 
 def test_unknown_option_is_a_usage_error_with_exit_2(runner: CliRunner, db_path: Path) -> None:
@@ -63,6 +84,7 @@ def test_unknown_option_is_a_usage_error_with_exit_2(runner: CliRunner, db_path:
 def test_unknown_concept_gives_an_empty_result_not_an_error(
     runner: CliRunner, db_path: Path
 ) -> None:
+    assert invoke(runner, db_path, "init")[0] == 0  # an empty graph: no sync required
     code, out, _ = invoke(runner, db_path, "context", "Nobody Links This", "--json")
     assert code == 0
     assert json.loads(out)["directRelations"] == []
@@ -132,6 +154,7 @@ def test_stats_shows_settings_from_the_environment(
 ) -> None:
     monkeypatch.setenv("CONTEXTGRAPH_GRACE_DAYS", "7")
     monkeypatch.setenv("MAENIFOLD_COMMUNITY_MIN_SHARED", "5")
+    assert invoke(runner, db_path, "init")[0] == 0
     _, out, _ = invoke(runner, db_path, "stats", "--json")
     settings = json.loads(out)["settings"]
     assert settings["grace_days"] == 7.0 and settings["community_min_shared"] == 5
@@ -168,3 +191,149 @@ def test_every_command_has_help_and_is_in_the_readme() -> None:
         assert result.exit_code == 0, name
     for sub in ("upgrade", "current", "history"):
         assert f"contextgraph db {sub}" in readme
+
+
+# -- issue 10: exits, pipes, option placement, read, typed results -----------------------------
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {**os.environ, "CONTEXTGRAPH_NOW": NOW}
+
+
+def test_a_closed_stdout_ends_the_command_quietly(
+    tmp_path: Path, vault: Path, write: Writer
+) -> None:
+    import subprocess
+    import sys
+
+    body = "\n".join(f"line {i} about [[Topic {i % 50}]] and [[Other]]" for i in range(8_000))
+    write("big.md", body)
+    database = tmp_path / "pipe.db"
+    base = [sys.executable, "-m", "contextgraph", "--db", str(database)]
+    assert (
+        subprocess.run([*base, "sync", str(vault)], env=_env(), capture_output=True).returncode == 0
+    )
+    for args in (["read", "big.md", "--json"], ["read", "big.md"], ["stats", "--json"]):
+        proc = subprocess.Popen(
+            [*base, *args], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.readline()
+        proc.stdout.close()  # as `| head -1` does
+        err = proc.stderr.read().decode()
+        proc.stderr.close()
+        assert proc.wait(60) == 0, err
+        assert err == "", err
+
+
+def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path, vault: Path, write: Writer) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    for i in range(3000):
+        write(f"n{i:04d}.md", " ".join(f"[[C{j}]]" for j in range(i % 40, i % 40 + 30)))
+    database = tmp_path / "int.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", str(vault)],
+        env={**_env(), "CONTEXTGRAPH_WORKERS": "1", "CONTEXTGRAPH_BATCH_FILES": "20"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (tmp_path / "int.db-wal").exists():
+        time.sleep(0.05)
+    time.sleep(0.5)  # well inside the file phase
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    doctor = subprocess.run(
+        [sys.executable, "-m", "contextgraph", "--db", str(database), "doctor", "--json"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert doctor.returncode == 0 and json.loads(doctor.stdout)["ok"] is True
+
+
+def test_global_options_are_accepted_after_the_command(
+    runner: CliRunner, tmp_path: Path, vault: Path, write: Writer
+) -> None:
+    write("a.md", "[[Alpha]] [[Beta]]")
+    demo = tmp_path / "demo.db"
+    assert runner.invoke(cli, ["sync", str(vault), "--db", str(demo)]).exit_code == 0
+    assert demo.exists()
+    result = runner.invoke(cli, ["context", "Alpha", "--db", str(demo), "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert [r["name"] for r in json.loads(result.stdout)["directRelations"]] == ["beta"]
+    result = runner.invoke(cli, ["db", "current", "--db", str(demo)])
+    assert result.exit_code == 0 and result.stdout.strip()
+    # After the command, it wins over the one before it (the nearer one).
+    other = tmp_path / "other.db"
+    result = runner.invoke(cli, ["--db", str(other), "stats", "--db", str(demo), "--json"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["database"] == str(demo)
+    assert not other.exists()
+
+
+def test_read_by_title_finds_code_files_and_counts_ambiguous_candidates(
+    runner: CliRunner, db_path: Path, vault: Path, write: Writer
+) -> None:
+    write("tools/helper.py", "def helper():\n    return 1\n")
+    for i in range(12):
+        write(f"day{i:02d}/index.md", f"# Index {i}\n[[Day {i}]]")
+    assert invoke(runner, db_path, "sync", str(vault))[0] == 0
+    code, out, err = invoke(runner, db_path, "read", "helper", "--json")
+    assert code == 0, err
+    assert json.loads(out)["uri"] == "memory://vault/tools/helper.py"
+    code, out, err = invoke(runner, db_path, "read", "Index")
+    assert code == 1
+    assert "12 files match" in err and "and 2 more" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_library_messages_name_no_cli_flags(store: ContextGraph, tmp_path: Path) -> None:
+    from contextgraph import InvalidArgument, SourceError
+
+    one, two = tmp_path / "x1", tmp_path / "x2"
+    one.mkdir()
+    two.mkdir()
+    with pytest.raises(InvalidArgument) as caught:
+        store.sync([one, two], name="both")
+    assert "--" not in str(caught.value)
+    store.sync([one], name="same")
+    with pytest.raises(SourceError) as clash:
+        store.sync([two], name="same")
+    assert "--" not in str(clash.value) and "already used" in str(clash.value)
+
+
+def test_facade_gives_typed_stats_communities_and_schema_methods(
+    runner: CliRunner, db_path: Path, vault: Path, write: Writer
+) -> None:
+    import dataclasses
+
+    write("a.md", "[[Alpha]] [[Beta]] [[Gamma]]")
+    assert invoke(runner, db_path, "sync", str(vault))[0] == 0
+    _, stats_json, _ = invoke(runner, db_path, "stats", "--json")
+    _, communities_json, _ = invoke(runner, db_path, "communities", "--json")
+    with ContextGraph.open(db_path) as graph:
+        stats = graph.stats()
+        listing = graph.communities()
+        assert dataclasses.is_dataclass(stats) and dataclasses.is_dataclass(listing)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            stats.concepts = 0  # type: ignore[misc]
+        shown = json.loads(stats_json)
+        shown.pop("databaseBytes")  # the WAL may be checkpointed between the two opens
+        assert {k: v for k, v in stats.as_dict().items() if k != "databaseBytes"} == shown
+        assert listing.as_dict() == json.loads(communities_json)
+        assert list(stats.as_dict()) == list(json.loads(stats_json))  # same keys, same order
+        assert graph.revision() == ContextGraph.head() == graph.upgrade()
+        history = ContextGraph.history()
+        assert history[-1].revision == ContextGraph.head()
+        assert history[0].down_revision is None
+    _, out, _ = invoke(runner, db_path, "db", "history")
+    assert out.splitlines()[0].startswith(f"{history[0].revision}: ")

@@ -289,7 +289,8 @@ def test_processes_opening_a_new_database_at_once_all_succeed(tmp_path: Path) ->
     database = tmp_path / "new.db"
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "contextgraph", "--db", str(database), "stats", "--json"],
+            # `init` creates the database (query commands refuse a missing one, SPEC §12)
+            [sys.executable, "-m", "contextgraph", "--db", str(database), "init"],
             env=_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -101,7 +101,13 @@ def test_unknown_concept_and_empty_graph_give_an_empty_result(store: ContextGrap
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"depth": -1}, "depth"), ({"max_entities": 0}, "max_entities")],
+    [
+        ({"depth": -1}, "depth"),
+        ({"max_entities": 0}, "max_entities"),
+        # The upper bounds shared with the CLI and MCP (limits.py); main let these run.
+        ({"depth": 6}, "depth must be between 0 and 5"),
+        ({"max_entities": 100_000}, "max_entities must be between 1 and 100"),
+    ],
 )
 def test_bad_arguments_are_clear_errors(
     store: ContextGraph, kwargs: dict[str, int], message: str

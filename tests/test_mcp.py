@@ -23,7 +23,9 @@ from contextgraph.mcp_server import create_server
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = {"build_context", "expand", "sync", "search_memories", "read_memory", "visualize"}
+READ_TOOLS = {"build_context", "expand", "sync", "search_memories", "read_memory", "visualize"}
+WRITE_TOOLS = {"write_note", "edit_note", "move_note", "delete_note"}
+TOOLS = READ_TOOLS | WRITE_TOOLS
 VAULT = EXAMPLES / "vault"
 CODE = EXAMPLES / "code"
 HAS_CODEGRAPH = importlib.util.find_spec("contextgraph.codegraph") is not None
@@ -172,10 +174,10 @@ async def test_unexpected_exception_is_a_short_tool_error_with_the_traceback_log
         raise RuntimeError("disk on fire\nsecond line")
 
     monkeypatch.setattr(ContextGraph, "search", broken)
-    with caplog.at_level(logging.ERROR, logger="contextgraph.mcp_server"):
+    with caplog.at_level(logging.ERROR, logger="contextgraph.mcp_tools"):
         message = await fail(client, "search_memories", query="raft")
     assert "unexpected error: RuntimeError: disk on fire second line" in message
-    logged = [r for r in caplog.records if r.name == "contextgraph.mcp_server"]
+    logged = [r for r in caplog.records if r.name == "contextgraph.mcp_tools"]
     assert logged and logged[0].exc_info is not None
     assert (await call(client, "build_context", concept_name="raft"))["conceptName"] == "raft"
 
@@ -232,3 +234,178 @@ async def test_stdio_server_speaks_only_protocol_on_stdout(
             message = await fail(connected, "read_memory", identifier="/etc/passwd")
             assert "read_memory" in message
     assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
+
+
+# -- issue 10/12: honest annotations, real schemas, strict arguments -----------------------------
+
+
+async def test_annotations_say_what_each_tool_does(client: Client) -> None:
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    hints = {name: tool.annotations for name, tool in tools.items()}
+    assert all(h is not None for h in hints.values())
+    for name in ("build_context", "expand", "search_memories", "visualize"):
+        assert hints[name].read_only_hint is True, name  # type: ignore[union-attr]
+    # read_memory records the read (lastAccessed): it is not read-only
+    assert hints["read_memory"].read_only_hint is False  # type: ignore[union-attr]
+    assert hints["read_memory"].destructive_hint is False  # type: ignore[union-attr]
+    for name in WRITE_TOOLS:
+        assert hints[name].read_only_hint is False, name  # type: ignore[union-attr]
+        assert hints[name].destructive_hint is True, name  # type: ignore[union-attr]
+    assert hints["delete_note"].idempotent_hint is True  # type: ignore[union-attr]
+    assert hints["edit_note"].idempotent_hint is False  # type: ignore[union-attr]
+    for name in WRITE_TOOLS:
+        assert "Examples:" in (tools[name].description or "")
+
+
+async def test_every_tool_publishes_a_real_output_schema_that_its_results_fit(
+    client: Client, vault: Path
+) -> None:
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    for name, tool in tools.items():
+        schema = tool.output_schema
+        assert schema is not None and schema.get("properties"), name
+        assert schema.get("required"), name
+    (vault / "n.md").write_text("Note about [[Kafka]] and [[Raft]]\n")
+    results = {
+        "sync": await call(client, "sync", paths=[str(vault)]),
+        "build_context": await call(client, "build_context", concept_name="Kafka"),
+        "search_memories": await call(client, "search_memories", query="kafka"),
+        "read_memory": await call(client, "read_memory", identifier="n.md"),
+        "expand": await call(client, "expand", seeds=["Kafka"]),
+        "visualize": await call(client, "visualize", concept_name="Kafka"),
+        "write_note": await call(client, "write_note", path_or_title="w.md", content="[[W]]"),
+    }
+    for name, data in results.items():
+        properties = tools[name].output_schema["properties"]  # type: ignore[index]
+        assert set(data) == set(properties), name
+
+
+async def test_unknown_arguments_are_an_error(client: Client) -> None:
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    for tool in tools.values():
+        assert tool.input_schema.get("additionalProperties") is False, tool.name
+    message = await fail(client, "build_context", concept_name="Raft", dept=1)
+    assert "dept" in message and "invalid arguments" in message
+    message = await fail(client, "search_memories", query="x", page=1_000_001)
+    assert "page" in message
+    search = tools["search_memories"].input_schema["properties"]
+    assert (search["page"]["minimum"], search["page"]["maximum"]) == (1, 1_000_000)
+
+
+# -- the write tools -------------------------------------------------------------------------
+
+
+async def test_write_tools_change_the_notes_and_the_graph_follows(
+    client: Client, vault: Path
+) -> None:
+    (vault / "seed.md").write_text("Seed [[Alpha]]\n")
+    await call(client, "sync", paths=[str(vault)])
+    written = await call(
+        client, "write_note", path_or_title="Kafka lag", content="Lag in [[Kafka]] [[Alpha]]\n"
+    )
+    assert written["uri"] == "memory://vault/Kafka lag.md" and written["action"] == "created"
+    assert written["concepts"] == ["alpha", "kafka"]
+    found = await call(client, "search_memories", query="lag")
+    assert [h["uri"] for h in found["hits"]] == [written["uri"]]
+    read = await call(client, "read_memory", identifier=written["uri"])
+    assert read["hash"] == written["hash"]
+    edited = await call(
+        client,
+        "edit_note",
+        identifier=written["uri"],
+        operation="replace_text",
+        find="Lag",
+        replace="Latency",
+        expected_hash=read["hash"],
+    )
+    assert edited["action"] == "edited"
+    message = await fail(
+        client,
+        "edit_note",
+        identifier=written["uri"],
+        operation="append",
+        content="late",
+        expected_hash=read["hash"],
+    )
+    assert "changed since it was read" in message
+    moved = await call(client, "move_note", identifier=written["uri"], new_path="eng/lag.md")
+    assert moved["previousUri"] == written["uri"] and (vault / "eng" / "lag.md").exists()
+    gone = await call(client, "delete_note", identifier=moved["uri"])
+    assert gone["action"] == "deleted" and not (vault / "eng" / "lag.md").exists()
+    assert (await call(client, "search_memories", query="latency"))["total"] == 0
+
+
+async def test_hostile_write_paths_are_one_line_tool_errors(client: Client, vault: Path) -> None:
+    await call(client, "sync", paths=[str(vault)])
+    for path in ("../x.md", "/etc/x.md", ".git/x.md", "%2e%2e/x.md", "memory://vault/x.py"):
+        message = await fail(client, "write_note", path_or_title=path, content="x")
+        assert "write_note" in message
+    message = await fail(client, "edit_note", identifier="seed.md", operation="truncate")
+    assert "operation" in message
+    assert sorted(p.name for p in vault.iterdir()) == []
+
+
+async def test_a_read_only_server_offers_no_write_tool_and_registers_nothing(
+    db_path: Path, vault: Path, tmp_path: Path, store: ContextGraph
+) -> None:
+    store.sync([vault])
+    other = tmp_path / "other"
+    other.mkdir()
+    async with Client(create_server(str(db_path), read_only=True)) as connected:
+        names = {tool.name for tool in (await connected.list_tools()).tools}
+        assert names == READ_TOOLS
+        message = await fail(connected, "write_note", path_or_title="x.md", content="x")
+        assert "Unknown tool" in message
+        message = await fail(connected, "sync", paths=[str(other)])
+        assert "not a registered source" in message
+        assert (await call(connected, "sync", paths=[str(vault)]))["sources"] == ["vault"]
+        assert (await call(connected, "sync"))["sources"] == ["vault"]
+    assert [s.name for s in store.sources()] == ["vault"]
+
+
+async def test_allow_bounds_which_folders_sync_may_register(db_path: Path, tmp_path: Path) -> None:
+    allowed = tmp_path / "allowed"
+    (allowed / "notes").mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    async with Client(create_server(str(db_path), allow=[str(allowed)])) as connected:
+        message = await fail(connected, "sync", paths=[str(elsewhere)])
+        assert "outside the folders" in message
+        report = await call(connected, "sync", paths=[str(allowed / "notes")])
+        assert report["sources"] == ["notes"]
+
+
+@pytest.mark.slow
+async def test_mcp_watch_keeps_the_graph_in_step(
+    db_path: Path, vault: Path, store: ContextGraph
+) -> None:
+    import anyio
+
+    (vault / "a.md").write_text("Alpha [[A]]\n")
+    store.sync([vault])
+    async with Client(create_server(str(db_path), watch=True)) as connected:
+        await anyio.sleep(1.0)  # the watcher's catch-up sync and OS watch
+        (vault / "b.md").write_text("Bravo written behind the server's back [[B]]\n")
+        for _ in range(100):
+            found = await call(connected, "search_memories", query="bravo")
+            if found["total"]:
+                break
+            await anyio.sleep(0.1)
+        assert found["total"] == 1
+
+
+async def test_stdio_server_started_read_only_lists_only_the_reading_tools(
+    tmp_path: Path, db_path: Path, store: ContextGraph
+) -> None:
+    repo = Path(contextgraph.__file__).resolve().parents[1]
+    python_path = os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "contextgraph", "--db", str(db_path), "mcp", "--read-only"],
+        env={**os.environ, "PYTHONPATH": python_path},
+        cwd=str(tmp_path),
+    )
+    with (tmp_path / "stderr.txt").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as connected:
+            names = {tool.name for tool in (await connected.list_tools()).tools}
+            assert names == READ_TOOLS

@@ -51,6 +51,21 @@ def test_visualize_command(store: ContextGraph, db_path: Path, vault: Path, writ
     write("a.md", "[[Q]] [[A]]")
     store.sync([vault])
     result = CliRunner().invoke(cli, ["--db", str(db_path), "visualize", "Q", "--depth", "9"])
-    assert result.exit_code == 1 and "depth" in result.stderr
+    assert result.exit_code == 2 and "--depth" in result.stderr  # a usage error (SPEC §10)
     result = CliRunner().invoke(cli, ["--db", str(db_path), "visualize", "Q"])
     assert result.exit_code == 0 and result.stdout.startswith("flowchart")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"depth": 0}, "depth must be between 1 and 5, not 0"),
+        ({"max_nodes": 101}, "max_nodes must be between 5 and 100, not 101"),
+        ({"depth": True}, "depth must be a whole number"),
+    ],
+)
+def test_visualize_checks_the_shared_bounds(
+    store: ContextGraph, kwargs: dict[str, int], message: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        store.visualize("q", **kwargs)

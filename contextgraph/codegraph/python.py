@@ -1,5 +1,9 @@
 """Python facts extraction with :mod:`ast`.
 
+A file the running Python's :mod:`ast` refuses is tried once more through
+:mod:`.python_compat`, which reads 3.12–3.14 syntax with tree-sitter-python and rewrites it
+into older syntax with the same facts, so what parses does not depend on the interpreter.
+
 Symbols are the classes and functions defined at module level (also inside module-level
 ``if``/``try``/``with`` blocks, e.g. ``if TYPE_CHECKING:``) and the methods defined directly in
 such a class body (``Class.method``). A name defined twice (``@property``/``@x.setter``,
@@ -77,26 +81,47 @@ _CHILD_FIELDS: dict[type, tuple[str, ...]] = {
 
 
 def parse_python(path: str, text: str) -> FileFacts:
+    """Facts of one Python file; newer syntax than the running Python's is read too."""
     check_nul(text)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text, filename=path)
+        tree = _parse(path, text)
     except SyntaxError as e:
         # Undecoded bytes in comments and strings are harmless (a file in a legacy encoding);
         # a file that fails and is mostly undecodable is reported as binary.
         binary = undecodable(text)
         if binary:
             raise CodeParseError(binary) from None
-        msg = e.msg or "invalid syntax"
-        raise CodeParseError(f"Python syntax error at line {e.lineno}: {msg}") from None
+        tree = _parse_newer(path, text, e)
+    return facts_of(path, tree)
+
+
+def facts_of(path: str, tree: ast.Module) -> FileFacts:
+    """Extract the facts of a parsed module."""
+    ex = _Extractor()
+    ex.module_body(tree.body)
+    return ex.facts(path)
+
+
+def _parse(path: str, text: str) -> ast.Module:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=path)
     except (RecursionError, MemoryError):
         raise CodeParseError("Python code too deeply nested to parse") from None
     except ValueError as e:
         raise CodeParseError(f"Python source rejected: {e}") from None
-    ex = _Extractor()
-    ex.module_body(tree.body)
-    return ex.facts(path)
+
+
+def _parse_newer(path: str, text: str, error: SyntaxError) -> ast.Module:
+    """Parse a file the running ``ast`` refused, if it is newer Python (3.12+) syntax."""
+    from contextgraph.codegraph.python_compat import downlevel
+
+    try:
+        return _parse(path, downlevel(text))
+    except (SyntaxError, RecursionError, CodeParseError):
+        msg = error.msg or "invalid syntax"
+        raise CodeParseError(f"Python syntax error at line {error.lineno}: {msg}") from None
 
 
 class _SymbolAcc:

@@ -1,0 +1,197 @@
+"""Keep the store in step with the source folders as files change (SPEC §14).
+
+A :class:`Watcher` watches the root of every registered source with ``watchfiles`` (Rust
+``notify``: inotify, FSEvents, ReadDirectoryChangesW). Changes are debounced into batches:
+``watchfiles`` yields once the folder has been quiet for ``step_ms`` (or ``debounce_ms`` have
+passed), so an editor's save — a temporary file renamed over the note — arrives as one batch,
+and a burst of a thousand new files arrives as one or a few. Each batch is synced per source
+with :func:`contextgraph.sync.sync_paths`: the same incremental code as ``sync``, under the
+one-sync lock, so a rename (both paths in one batch) is a rename, and a folder among the paths
+(created, deleted, moved, or a ``git checkout``) is a full sync of its source.
+
+One watcher per database: a second one (another terminal, another MCP server with ``--watch``)
+stands by on ``<database>.watch.lock`` and takes over, after a catch-up sync, if the first
+stops — so no change is synced twice. A source whose folder is deleted is set aside until the
+folder is back, then synced in full. :meth:`Watcher.run` returns when its stop event is set;
+the caller decides which signals set it (the CLI: SIGTERM and Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import watchfiles
+
+from contextgraph import db
+from contextgraph.api import ContextGraph
+from contextgraph.sources import SourceInfo, list_sources
+from contextgraph.sync import SyncReport, run_sync, sync_paths
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One synced batch of changes: which source, how many paths, what the sync did."""
+
+    source: str
+    paths: int
+    report: SyncReport
+
+
+class Watcher:
+    """Watch every registered source of ``graph`` and sync what changes."""
+
+    def __init__(
+        self,
+        graph: ContextGraph,
+        *,
+        debounce_ms: int = 1600,
+        step_ms: int = 100,
+        poll_seconds: float = 1.0,
+        on_batch: Callable[[Batch], None] | None = None,
+        on_state: Callable[[str], None] | None = None,
+    ) -> None:
+        self.graph = graph
+        self.debounce_ms = debounce_ms
+        self.step_ms = step_ms
+        self.poll_seconds = poll_seconds
+        self.on_batch = on_batch
+        self.on_state = on_state or (lambda message: log.info("%s", message))
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Watch until ``stop`` is set (standing by first while another watcher is active)."""
+        with self._watch_lock(stop) as active:
+            if not active:
+                return
+            synced: set[tuple[str, str]] = set()  # (name, root) caught up since last seen
+            while not stop.is_set():
+                sources = self._sources()
+                live = {s for s in sources if s.root.is_dir()}
+                for source in sorted(live, key=lambda s: s.name):
+                    if (source.name, str(source.root)) not in synced:
+                        self._catch_up(source)
+                        synced.add((source.name, str(source.root)))
+                synced &= {(s.name, str(s.root)) for s in live}
+                if not live:
+                    stop.wait(self.poll_seconds)
+                    continue
+                self._watch(live, sources, stop)
+
+    def _watch(
+        self, live: set[SourceInfo], sources: list[SourceInfo], stop: threading.Event
+    ) -> None:
+        """Sync batches until a source appears, disappears or comes back; then return."""
+        roots = {os.path.realpath(s.root): s for s in live}
+        names = ", ".join(sorted(s.name for s in live))
+        self.on_state(f"watching {names}")
+        last_check = time.monotonic()
+        for changes in watchfiles.watch(
+            *roots,
+            watch_filter=None,
+            debounce=self.debounce_ms,
+            step=self.step_ms,
+            stop_event=stop,
+            rust_timeout=max(100, int(self.poll_seconds * 1000)),
+            yield_on_timeout=True,
+            raise_interrupt=False,
+        ):
+            if changes and self._apply(changes, roots):
+                return
+            now = time.monotonic()
+            if now - last_check >= self.poll_seconds:
+                last_check = now
+                if self._layout_changed(live, sources):
+                    return
+
+    def _apply(
+        self, changes: set[tuple[watchfiles.Change, str]], roots: dict[str, SourceInfo]
+    ) -> bool:
+        """Sync one batch; True when a watched root itself went away."""
+        per_source: dict[str, set[str]] = defaultdict(set)
+        root_gone = False
+        for _change, path in changes:
+            for root, source in roots.items():
+                if path == root:
+                    root_gone = root_gone or not os.path.isdir(root)
+                    break
+                if path.startswith(root + os.sep):
+                    rel = os.path.relpath(path, root).replace(os.sep, "/")
+                    if not any(part.startswith(".") for part in rel.split("/")):
+                        per_source[source.name].add(rel)
+                    break
+        for name, rels in sorted(per_source.items()):
+            self._sync(name, rels)
+        return root_gone
+
+    def _sync(self, name: str, rels: set[str]) -> None:
+        try:
+            report = sync_paths(self.graph.engine, self.graph.settings, name, rels)
+        except Exception as exc:  # a watcher outlives one bad batch; the next full sync heals
+            log.exception("syncing %d changed path(s) of %s failed", len(rels), name)
+            self.on_state(f"sync of {name} failed: {type(exc).__name__}: {exc}")
+            return
+        if self.on_batch is not None:
+            self.on_batch(Batch(name, len(rels), report))
+
+    def _catch_up(self, source: SourceInfo) -> None:
+        """A full sync of a source: what changed while nobody watched it."""
+        try:
+            report = run_sync(self.graph.engine, self.graph.settings, sources=[source.name])
+        except Exception as exc:
+            log.exception("catch-up sync of %s failed", source.name)
+            self.on_state(f"catch-up sync of {source.name} failed: {type(exc).__name__}: {exc}")
+            return
+        if self.on_batch is not None:
+            self.on_batch(Batch(source.name, report.scanned, report))
+
+    def _sources(self) -> list[SourceInfo]:
+        with db.read(self.graph.engine) as conn:
+            return list_sources(conn)
+
+    def _layout_changed(self, live: set[SourceInfo], sources: list[SourceInfo]) -> bool:
+        """A source registered or removed, a watched root gone, or a missing root back."""
+        now = self._sources()
+        if {(s.name, s.root) for s in now} != {(s.name, s.root) for s in sources}:
+            return True
+        return {s for s in now if s.root.is_dir()} != live
+
+    # -- one watcher per database ------------------------------------------------------------
+
+    @contextmanager
+    def _watch_lock(self, stop: threading.Event) -> Iterator[bool]:
+        """Hold ``<database>.watch.lock``; stand by until it is free (False: stopped first)."""
+        path = self.graph.database_path
+        if path is None:
+            yield True
+            return
+        fd = os.open(Path(f"{path}.watch.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            told = False
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if not told:
+                        self.on_state("another watcher is active on this database: standing by")
+                        told = True
+                    if stop.wait(min(self.poll_seconds, 0.5)):
+                        yield False
+                        return
+            if told:
+                self.on_state("the other watcher stopped: taking over")
+            yield True
+        finally:
+            os.close(fd)  # closing releases the lock

@@ -1,0 +1,389 @@
+"""The database file itself: literal paths, in-memory, read-only, damaged, missing (SPEC §12)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import NOW, Writer
+
+from contextgraph import ContextGraph
+from contextgraph import db as dbmod
+from contextgraph.cli import cli
+from contextgraph.errors import CorruptDatabase, DatabaseError, ReadOnlyDatabase
+
+AS_NOBODY = ("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups")
+SQL_WORDS = ("SELECT", "UPDATE", "INSERT", "[SQL:", "parameters:")
+
+
+@pytest.fixture
+def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv("CONTEXTGRAPH_NOW", NOW)
+    return CliRunner()
+
+
+def run(runner: CliRunner, *args: str) -> tuple[int, str, str]:
+    result = runner.invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def one_line(err: str) -> bool:
+    return len(err.strip().splitlines()) == 1 and not any(w in err for w in SQL_WORDS)
+
+
+def doctor_ok(runner: CliRunner, database: Path | str) -> bool:
+    code, out, _ = run(runner, "--db", str(database), "doctor", "--json")
+    return code == 0 and json.loads(out)["ok"] is True
+
+
+@pytest.fixture
+def notes(vault: Path, write: Writer) -> Path:
+    write("a.md", "[[Alpha]] and [[Beta]]")
+    write("b.md", "[[Alpha]] with [[Gamma]]")
+    return vault
+
+
+# -- literal paths and :memory: (bug 1) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["50%.db", "a:b.db", "my%20notes.db", "100%%.db", "x%(y)s.db"])
+def test_db_paths_are_taken_literally(
+    runner: CliRunner, tmp_path: Path, notes: Path, name: str
+) -> None:
+    folder = tmp_path / "dbs"
+    folder.mkdir()
+    target = folder / name
+    code, _, err = run(runner, "--db", str(target), "sync", str(notes), "--json")
+    assert code == 0, err
+    assert sorted(p.name for p in folder.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
+        name,
+        f"{name}.sync.lock",
+    ]
+    code, out, err = run(runner, "--db", str(target), "context", "Alpha", "--json")
+    assert code == 0, err
+    assert {r["name"] for r in json.loads(out)["directRelations"]} == {"beta", "gamma"}
+    assert doctor_ok(runner, target)
+
+
+def test_memory_is_an_in_memory_database_never_a_file(
+    tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    before = set(os.listdir(tmp_path))
+    with ContextGraph.open(":memory:") as graph:
+        assert graph.database_path is None
+        report = graph.sync([notes])
+        assert report.added == 2
+        assert {r.name for r in graph.build_context("Alpha").direct_relations} == {"beta", "gamma"}
+        assert graph.search("Gamma").total == 1
+        assert graph.doctor().ok
+        assert graph.stats().as_dict()["files"] == {"note": 2}
+    with ContextGraph.open(":memory:") as other:  # private: a second one is empty
+        assert other.sources() == []
+    assert set(os.listdir(tmp_path)) == before
+
+
+def test_cli_memory_database_creates_no_file(
+    runner: CliRunner, tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    before = set(os.listdir(tmp_path))
+    code, out, err = run(runner, "--db", ":memory:", "sync", str(notes), "--json")
+    assert code == 0, err
+    assert json.loads(out)["files"]["added"] == 2
+    assert set(os.listdir(tmp_path)) == before
+
+
+def test_repository_holds_no_memory_file() -> None:
+    assert not (Path(__file__).resolve().parents[1] / ":memory:").exists()
+
+
+def test_empty_db_option_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:
+    code, _, err = run(runner, "--db", "", "stats")
+    assert code == 2 and "database path is empty" in err
+    code, _, err = run(runner, "stats", "--db", "")
+    assert code == 2
+
+
+# -- no database yet (rough edge) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("context", "foo"),
+        ("expand", "foo"),
+        ("search", "foo"),
+        ("read", "foo"),
+        ("visualize", "foo"),
+        ("communities",),
+        ("stats",),
+        ("doctor",),
+        ("sources",),
+        ("sources", "remove", "foo"),
+        ("db", "current"),
+    ],
+)
+def test_a_query_on_a_missing_database_says_so_and_creates_nothing(
+    runner: CliRunner, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    target = tmp_path / "typo" / "x.db"
+    code, out, err = run(runner, "--db", str(target), *args)
+    assert code == 1
+    assert out == ""
+    assert f"no database at {target}" in err and one_line(err)
+    assert not (tmp_path / "typo").exists()
+
+
+def test_library_open_without_create_refuses_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(DatabaseError, match="no database at"):
+        ContextGraph.open(tmp_path / "none.db", create=False)
+    assert not (tmp_path / "none.db").exists()
+
+
+@pytest.mark.parametrize("kind", ["folder", "text file"])
+def test_db_that_is_a_folder_or_not_a_database_is_one_line(
+    runner: CliRunner, tmp_path: Path, kind: str
+) -> None:
+    if kind == "folder":
+        target = tmp_path / "etc"
+        target.mkdir()
+        (target / "passwd").write_text("x")
+    else:
+        target = tmp_path / "README.md"
+        target.write_text("# Not a database\n\nJust text, long enough to fill a header.\n" * 10)
+    before = target.read_text() if target.is_file() else None
+    for args in (("context", "x"), ("stats",), ("sync", str(tmp_path)), ("search", "x")):
+        code, _out, err = run(runner, "--db", str(target), *args)
+        assert code == 1, (args, err)
+        assert one_line(err), err
+        assert "unexpected error" not in err
+    if before is not None:
+        assert target.read_text() == before  # nothing written into the user's file
+
+
+# -- damaged database (bug 5) ---------------------------------------------------------------
+
+
+def _damaged(tmp_path: Path, notes: Path, how: str) -> Path:
+    target = tmp_path / "damaged.db"
+    if how == "not a database":
+        target.write_bytes(os.urandom(64 * 1024))
+        return target
+    with ContextGraph.open(target) as graph:
+        graph.sync([notes])
+    with ContextGraph.open(target) as graph, graph.engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")  # into the main file
+    data = bytearray(target.read_bytes())
+    page = 4096
+    for start in range(2 * page, len(data), page):  # keep the header, smash every other page
+        data[start + 8 : start + page] = b"\xa5" * (page - 8)
+    target.write_bytes(bytes(data))
+    return target
+
+
+@pytest.mark.parametrize("how", ["not a database", "malformed pages"])
+def test_doctor_diagnoses_a_damaged_database(
+    runner: CliRunner, tmp_path: Path, notes: Path, how: str
+) -> None:
+    target = _damaged(tmp_path, notes, how)
+    code, out, err = run(runner, "--db", str(target), "doctor")
+    assert code == 1
+    assert "integrity_check:" in out and "problem:" in out
+    assert "unexpected error" not in err and "Traceback" not in err
+    code, out, err = run(runner, "--db", str(target), "doctor", "--json")
+    assert code == 1
+    report = json.loads(out)
+    assert report["ok"] is False and report["integrityCheck"] != "ok" and report["problems"]
+    report = ContextGraph.diagnose(target)
+    assert not report.ok
+
+
+@pytest.mark.parametrize("how", ["not a database", "malformed pages"])
+def test_other_commands_on_a_damaged_database_are_one_line(
+    runner: CliRunner, tmp_path: Path, notes: Path, how: str
+) -> None:
+    target = _damaged(tmp_path, notes, how)
+    for args in (
+        ("context", "alpha"),
+        ("context", "alpha", "--depth", "3", "--json"),
+        ("expand", "alpha"),
+        ("search", "alpha"),
+        ("read", "a.md"),
+        ("stats",),
+        ("communities",),
+        ("sync",),
+    ):
+        code, _out, err = run(runner, "--db", str(target), *args)
+        if code == 0:  # a query may not touch a damaged page; then its answer must be sound
+            continue
+        assert code == 1, (args, err)
+        assert one_line(err), (args, err)
+        assert "unexpected error" not in err
+
+
+def test_library_raises_corrupt_database_for_a_non_database(tmp_path: Path) -> None:
+    target = tmp_path / "junk.db"
+    target.write_bytes(b"\x00junk" * 1000)
+    with pytest.raises(CorruptDatabase, match="damaged or not a database"):
+        ContextGraph.open(target)
+
+
+# -- read-only database (bug 4) -------------------------------------------------------------
+
+
+@pytest.fixture
+def read_only_db(
+    runner: CliRunner, tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """A synced database, then made 0444 in a 0555 folder, seen as by a user who cannot write."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    target = folder / "graph.db"
+    assert run(runner, "--db", str(target), "sync", str(notes))[0] == 0
+    for extra in folder.iterdir():
+        if extra != target:
+            extra.unlink()
+    target.chmod(0o444)
+    folder.chmod(0o555)
+    # The tests run as root, who may write anything: simulate the non-root user's view.
+    monkeypatch.setattr(dbmod, "_writable", lambda path: False)
+    yield target
+    folder.chmod(0o755)
+
+
+READS = [
+    ("context", "Alpha", "--json"),
+    ("context", "Alpha", "--depth", "3"),
+    ("expand", "alpha", "--json"),
+    ("search", "Alpha", "--json"),
+    ("stats", "--json"),
+    ("doctor", "--json"),
+    ("communities", "--json"),
+    ("sources", "--json"),
+    ("visualize", "alpha"),
+    ("db", "current"),
+]
+
+
+@pytest.mark.parametrize("args", READS, ids=lambda a: " ".join(a))
+def test_every_read_works_on_a_read_only_database(
+    runner: CliRunner, read_only_db: Path, args: tuple[str, ...]
+) -> None:
+    code, out, err = run(runner, "--db", str(read_only_db), *args)
+    assert code == 0, err
+    if "--json" in args:
+        json.loads(out)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("sync",), ("read", "a.md"), ("communities", "--rebuild"), ("sources", "remove", "vault")],
+    ids=lambda a: " ".join(a),
+)
+def test_a_write_to_a_read_only_database_is_one_clear_line(
+    runner: CliRunner, read_only_db: Path, args: tuple[str, ...]
+) -> None:
+    before = read_only_db.read_bytes()
+    code, _out, err = run(runner, "--db", str(read_only_db), *args)
+    assert code == 1
+    assert "read-only" in err and one_line(err), err
+    assert "Alpha" not in err  # no note text either
+    assert read_only_db.read_bytes() == before
+
+
+def test_library_read_only_database_refuses_writes_with_its_own_error(read_only_db: Path) -> None:
+    with ContextGraph.open(read_only_db) as graph:
+        assert graph.read_only
+        assert graph.build_context("alpha").direct_relations
+        with pytest.raises(ReadOnlyDatabase):
+            graph.sync()
+        with pytest.raises(ReadOnlyDatabase):
+            graph.read("a.md")
+
+
+def _nobody_can_run_python() -> bool:
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        return False
+    probe = subprocess.run(
+        [
+            "setpriv",
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            sys.executable,
+            "-c",
+            "import contextgraph",
+        ],
+        capture_output=True,
+    )
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not _nobody_can_run_python(), reason="needs root, setpriv and user 65534")
+def test_read_only_database_as_a_real_non_root_user(notes: Path) -> None:
+    """The same, for real: a non-root user (setpriv to uid 65534) on a 0444 file in a 0555
+    folder with no -wal/-shm beside it."""
+    base = Path(tempfile.mkdtemp(prefix="cg-ro-"))
+    try:
+        base.chmod(0o755)
+        vault = base / "vault"
+        shutil.copytree(notes, vault)
+        target = base / "ro" / "graph.db"
+        with ContextGraph.open(target) as graph:
+            graph.sync([vault])
+        for extra in target.parent.iterdir():
+            if extra != target:
+                extra.unlink()
+        for p in [vault, *vault.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        target.chmod(0o444)
+        target.parent.chmod(0o555)
+
+        def as_nobody(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [
+                    "setpriv",
+                    "--reuid",
+                    "65534",
+                    "--regid",
+                    "65534",
+                    "--clear-groups",
+                    sys.executable,
+                    "-m",
+                    "contextgraph",
+                    "--db",
+                    str(target),
+                    *args,
+                ],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "HOME": str(base), "CONTEXTGRAPH_NOW": NOW},
+                cwd=base,
+            )
+
+        for args in READS:
+            result = as_nobody(*args)
+            assert result.returncode == 0, (args, result.stderr)
+        for args in (("sync",), ("read", "a.md")):
+            result = as_nobody(*args)
+            assert result.returncode == 1, (args, result.stderr)
+            assert "read-only" in result.stderr and one_line(result.stderr), result.stderr
+        assert sorted(p.name for p in target.parent.iterdir()) == ["graph.db"]
+        assert stat.S_IMODE(target.stat().st_mode) == 0o444
+    finally:
+        for p in [base, *base.rglob("*")]:
+            if p.is_dir():
+                p.chmod(0o755)
+        shutil.rmtree(base)
