@@ -23,7 +23,7 @@ def synced(db_path: Path, write: Writer, vault: Path) -> Path:
 def _run(db_path: Path, **overrides: object) -> tuple[str, list[list[str]]]:
     with ContextGraph.open(db_path, settings=Settings.from_env(**overrides)) as g:
         run = communities.recompute(g.engine, g.settings)
-        listed = g.communities()["communities"]
+        listed = g.communities().as_dict()["communities"]
     return run.algorithm, sorted(sorted(c["members"]) for c in listed)
 
 
