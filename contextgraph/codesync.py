@@ -15,6 +15,7 @@ from sqlalchemy import Engine, delete, false, insert, select
 from contextgraph import db, meta
 from contextgraph.codegraph import CodeParseError, FileFacts, build_graph, parse_code
 from contextgraph.models import Entity, File, Relation, Source, table_of
+from contextgraph.sqlcore import chunked
 
 T_FILES = table_of(File)
 T_ENTITIES = table_of(Entity)
@@ -63,8 +64,7 @@ def rebuild_code_graph(engine: Engine, source_id: int) -> None:
         if any(current.get(path) != fid for path, fid in file_ids.items()):
             return  # the files moved under us; the stale mark stays and the next sync redoes it
         ids_in_source = list(file_ids.values())
-        for start in range(0, len(ids_in_source), 500):
-            chunk = ids_in_source[start : start + 500]
+        for chunk in chunked(ids_in_source):
             conn.execute(delete(T_REL).where(T_REL.c.file_id.in_(chunk)))
             conn.execute(delete(T_ENTITIES).where(T_ENTITIES.c.file_id.in_(chunk)))
         entity_rows: list[dict[str, Any]] = []
@@ -102,11 +102,11 @@ def rebuild_code_graph(engine: Engine, source_id: int) -> None:
         ):
             ids[(kind, key)] = eid
         package_keys = sorted({p.key for p in packages})
-        for start in range(0, len(package_keys), 500):
+        for keys in chunked(package_keys):
             for key, eid in conn.execute(
                 select(T_ENTITIES.c.key, T_ENTITIES.c.id).where(
                     T_ENTITIES.c.kind == "package",
-                    T_ENTITIES.c.key.in_(package_keys[start : start + 500]),
+                    T_ENTITIES.c.key.in_(keys),
                 )
             ):
                 ids[("package", key)] = eid

@@ -13,15 +13,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Select, bindparam, func, literal, select
+from sqlalchemy import Connection, Select, bindparam, func, select
 
 from contextgraph.decay import reference_sql
 from contextgraph.errors import InvalidArgument
 from contextgraph.limits import CONTEXT_DEPTH, CONTEXT_MAX_ENTITIES
+from contextgraph.links import normalize
 from contextgraph.models import ConceptRelation, Entity, File, Mention, Source, table_of
-from contextgraph.names import normalize
 from contextgraph.neighbourhood import Neighbourhoods, cooccurrences, weighted_score
 from contextgraph.settings import Settings
+from contextgraph.uris import file_uri_sql
 
 T_ENTITIES = table_of(Entity)
 T_CREL = table_of(ConceptRelation)
@@ -223,7 +224,7 @@ def _top_files_statement() -> Select[Any]:
     """Built once: SQLAlchemy then reuses its compiled form (bound ``qid`` and ``ids``)."""
     joined, m1, m2, f = cooccurrences()
     s = T_SOURCES.alias("s")
-    uri = literal("memory://") + s.c.name + literal("/") + f.c.path
+    uri = file_uri_sql(s.c.name, f.c.path)
     ref = reference_sql(f)
     ranked = (
         select(

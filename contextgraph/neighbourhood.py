@@ -36,6 +36,7 @@ from contextgraph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_s
 from contextgraph.meta import graph_version
 from contextgraph.models import ConceptRelation, Entity, File, Mention, table_of
 from contextgraph.settings import Settings
+from contextgraph.sqlcore import chunked
 
 T_CREL = table_of(ConceptRelation)
 T_ENTITIES = table_of(Entity)
@@ -67,7 +68,15 @@ class _State:
 
 
 class Neighbourhoods:
-    """Cached neighbourhood lookups bound to one read transaction (see the module docstring)."""
+    """Cached neighbourhood lookups bound to one read transaction (see the module docstring).
+
+    The cache is process-wide, one state per database URL, rather than owned by a
+    ``ContextGraph``: every use checks the graph version inside the caller's read transaction,
+    so a state can be shared safely by every facade, engine and thread of the process on that
+    database, and short-lived facades (the library used one call at a time, scripts, tests) still
+    find it warm. A state is dropped when the version or the decay settings change or it holds
+    more than :data:`MAX_EDGES` entries.
+    """
 
     _states: ClassVar[dict[str, _State]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
@@ -101,16 +110,7 @@ class Neighbourhoods:
     def names(self, ids: Iterable[int]) -> dict[int, tuple[str, int | None]]:
         """id -> (name, community id) for concept ids."""
         known = self.state.names
-        missing = [i for i in ids if i not in known]
-        for start in range(0, len(missing), 500):
-            chunk = missing[start : start + 500]
-            rows = self.conn.execute(
-                select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id).where(
-                    T_ENTITIES.c.id.in_(chunk)
-                )
-            )
-            for eid, name, community in rows:
-                known[int(eid)] = (name, community)
+        known.update(entity_names(self.conn, [i for i in ids if i not in known]))
         return known
 
     def adjacency(self, cid: int) -> dict[int, int]:
@@ -154,8 +154,7 @@ class Neighbourhoods:
 
             known.update(weights.strengths(self.conn, missing))
             missing = []
-        for start in range(0, len(missing), 500):
-            chunk = missing[start : start + 500]
+        for chunk in chunked(missing):
             totals = dict.fromkeys(chunk, 0)
             for side in (cr.c.a_id, cr.c.b_id):
                 rows = self.conn.execute(
@@ -238,6 +237,20 @@ class Neighbourhoods:
         return result
 
 
+def entity_names(conn: Connection, ids: list[int]) -> dict[int, tuple[str, int | None]]:
+    """id -> (name, community id) of the given entities."""
+    out: dict[int, tuple[str, int | None]] = {}
+    for chunk in chunked(ids):
+        rows = conn.execute(
+            select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id).where(
+                T_ENTITIES.c.id.in_(chunk)
+            )
+        )
+        for eid, name, community in rows:
+            out[int(eid)] = (name, community)
+    return out
+
+
 def weighted_score(edge: tuple[int, float]) -> float:
     """weightedScore = count × (mean weight), computed as the spec states it."""
     co, total = edge
@@ -264,4 +277,4 @@ _ADJACENCY_SQL = str(
 )
 
 
-__all__ = ["Neighbourhoods", "Scored", "cooccurrences", "weighted_score"]
+__all__ = ["Neighbourhoods", "Scored", "cooccurrences", "entity_names", "weighted_score"]

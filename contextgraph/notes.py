@@ -25,13 +25,13 @@ from contextgraph.errors import InvalidArgument, NotFound, UnsafePath
 from contextgraph.ingest import content_hash
 from contextgraph.meta import bump_version
 from contextgraph.models import Entity, File, Mention, Source, table_of
+from contextgraph.uris import URI_PREFIX, file_uri
 
 T_FILES = table_of(File)
 T_SOURCES = table_of(Source)
 T_MENTIONS = table_of(Mention)
 T_ENTITIES = table_of(Entity)
 
-URI_PREFIX = "memory://"
 MAX_IDENTIFIER = 4096
 _ENCODED = re.compile(r"%(?:2e|2f|5c|00|25)", re.IGNORECASE)
 
@@ -62,11 +62,6 @@ class Note:
             "concepts": list(self.concepts),
             "hash": self.hash,
         }
-
-
-def file_uri(source: str, path: str) -> str:
-    """The ``memory://`` URI of a file: source name, then the path relative to its root."""
-    return f"{URI_PREFIX}{source}/{path}"
 
 
 def _iso(epoch: float | None) -> str | None:

@@ -37,9 +37,10 @@ from contextgraph.errors import InvalidArgument, NotFound
 from contextgraph.ftsquery import Term, build_match, query_terms
 from contextgraph.limits import MAX_QUERY_CHARS, SEARCH_LIMIT, SEARCH_PAGE
 from contextgraph.models import File, Source, table_of
-from contextgraph.notes import check_relative, file_uri
+from contextgraph.notes import check_relative
 from contextgraph.searchterms import body_start, camel_parts, display_title
 from contextgraph.settings import Settings
+from contextgraph.uris import file_uri
 
 T_FILES = table_of(File)
 T_SOURCES = table_of(Source)

@@ -6,13 +6,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, func, select, text
+from sqlalchemy import (
+    CompoundSelect,
+    Connection,
+    ScalarSelect,
+    Select,
+    and_,
+    except_,
+    func,
+    select,
+    text,
+)
 
 from contextgraph.models import (
     CommunityRun,
     ConceptRelation,
     Entity,
     File,
+    Mention,
     Relation,
     Source,
     table_of,
@@ -27,6 +38,7 @@ T_CREL = table_of(ConceptRelation)
 T_REL = table_of(Relation)
 T_SOURCES = table_of(Source)
 T_RUNS = table_of(CommunityRun)
+T_MENTIONS = table_of(Mention)
 
 
 def counts(conn: Connection) -> dict[str, Any]:
@@ -149,24 +161,40 @@ class Revision:
         return {"revision": self.revision, "downRevision": self.down_revision, "doc": self.doc}
 
 
-# Co-occurrence recounted from mentions: the pairs of concepts sharing a note whose pairs count.
-_RECOUNT = """
-WITH derived AS (
-    SELECT m1.concept_id AS a_id, m2.concept_id AS b_id, count(*) AS n
-    FROM mentions m1
-    JOIN mentions m2 ON m2.file_id = m1.file_id AND m1.concept_id < m2.concept_id
-    JOIN files f ON f.id = m1.file_id AND f.pairs = 1
-    GROUP BY m1.concept_id, m2.concept_id
-)
-SELECT
-    (SELECT count(*) FROM (SELECT a_id, b_id, n FROM derived
-                           EXCEPT SELECT a_id, b_id, count FROM concept_relations)),
-    (SELECT count(*) FROM (SELECT a_id, b_id, count FROM concept_relations
-                           EXCEPT SELECT a_id, b_id, n FROM derived)),
-    (SELECT count(*) FROM concept_relations WHERE count <= 0),
-    (SELECT count(*) FROM entities e WHERE e.kind = 'concept'
-        AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.concept_id = e.id))
-"""
+def _recount() -> Select[Any]:
+    """(missing or miscounted, stored wrongly, counts <= 0, concepts without mentions).
+
+    Co-occurrence is recounted from the mentions: the pairs of concepts sharing a note whose
+    pairs count.
+    """
+    m1, m2, f = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2"), T_FILES.alias("f")
+    derived = (
+        select(
+            m1.c.concept_id.label("a_id"), m2.c.concept_id.label("b_id"), func.count().label("n")
+        )
+        .select_from(
+            m1.join(m2, and_(m2.c.file_id == m1.c.file_id, m1.c.concept_id < m2.c.concept_id)).join(
+                f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1)
+            )
+        )
+        .group_by(m1.c.concept_id, m2.c.concept_id)
+        .cte("derived")
+    )
+    recounted = select(derived.c.a_id, derived.c.b_id, derived.c.n)
+    stored = select(T_CREL.c.a_id, T_CREL.c.b_id, T_CREL.c.count)
+
+    def count_of(rows: CompoundSelect[Any]) -> ScalarSelect[int]:
+        return select(func.count()).select_from(rows.subquery()).scalar_subquery()
+
+    mentioned = select(T_MENTIONS.c.concept_id).where(T_MENTIONS.c.concept_id == T_ENTITIES.c.id)
+    return select(
+        count_of(except_(recounted, stored)),
+        count_of(except_(stored, recounted)),
+        select(func.count()).where(T_CREL.c.count <= 0).scalar_subquery(),
+        select(func.count())
+        .where(T_ENTITIES.c.kind == "concept", ~mentioned.exists())
+        .scalar_subquery(),
+    )
 
 
 @dataclass
@@ -211,7 +239,7 @@ def doctor(conn: Connection) -> DoctorReport:
         report.problems.append(f"integrity_check: {report.integrity}")
         report.fts = "not checked"
         return report
-    row = conn.execute(text(_RECOUNT)).one()
+    row = conn.execute(_recount()).one()
     report.missing_relations, report.wrong_relations = int(row[0]), int(row[1])
     report.nonpositive_counts, report.orphan_concepts = int(row[2]), int(row[3])
     if report.missing_relations or report.wrong_relations:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, delete, select
+from sqlalchemy import Engine, delete
 
 from contextgraph import db, meta
 from contextgraph.codesync import rebuild_code_graph
@@ -32,7 +32,6 @@ from contextgraph.models import File, Source, table_of
 from contextgraph.scan import SKIPPED_DIRS, ScannedFile, file_kind, scan
 from contextgraph.settings import Settings
 from contextgraph.sources import SourceInfo, list_sources
-from contextgraph.sqlcore import chunked
 from contextgraph.stats import counts
 from contextgraph.syncstore import (
     Delete,
@@ -43,6 +42,7 @@ from contextgraph.syncstore import (
     Stat,
     Update,
     apply_ops,
+    stored_files,
 )
 from contextgraph.workers import process_pool
 
@@ -208,7 +208,7 @@ def sync_paths(
         files, asked = picked
         report.scanned += len(files)
         with db.read(engine) as conn:
-            existing = _existing(conn, info.id, asked)
+            existing = stored_files(conn, info.id, asked)
         _reconcile(engine, settings, info, files, existing, report, None, reread=reread)
     _finish(engine, settings, [info], report)
     report.phases["total"] = time.perf_counter() - started
@@ -227,17 +227,7 @@ def forget_source(engine: Engine, settings: Settings, source: SourceInfo) -> Syn
     with sync_lock(db.database_path(engine)):
         with db.read(engine) as conn:
             ops: list[FileOp] = [
-                Delete(r.path, Existing(r.id, r.kind, r.size, r.mtime_ns, r.hash))
-                for r in conn.execute(
-                    select(
-                        T_FILES.c.id,
-                        T_FILES.c.path,
-                        T_FILES.c.kind,
-                        T_FILES.c.size,
-                        T_FILES.c.mtime_ns,
-                        T_FILES.c.hash,
-                    ).where(T_FILES.c.source_id == source.id)
-                )
+                Delete(path, old) for path, old in stored_files(conn, source.id).items()
             ]
         for start in range(0, len(ops), settings.batch_files):
             _write_batch(
@@ -301,23 +291,6 @@ def _scannable(real_root: str, rel: str) -> bool:
         if os.path.exists(os.path.join(real_root, *folders[: i + 1], "pyvenv.cfg")):
             return False
     return True
-
-
-def _existing(conn: Connection, source_id: int, paths: list[str]) -> dict[str, Existing]:
-    out: dict[str, Existing] = {}
-    for chunk in chunked(paths):
-        for r in conn.execute(
-            select(
-                T_FILES.c.id,
-                T_FILES.c.path,
-                T_FILES.c.kind,
-                T_FILES.c.size,
-                T_FILES.c.mtime_ns,
-                T_FILES.c.hash,
-            ).where(T_FILES.c.source_id == source_id, T_FILES.c.path.in_(chunk))
-        ):
-            out[r.path] = Existing(r.id, r.kind, r.size, r.mtime_ns, r.hash)
-    return out
 
 
 def _finish(
@@ -385,19 +358,7 @@ def _sync_source(
         report.failed.append(Problem(source.name, path, reason))
     report.scanned += len(scanned.files)
     with db.read(engine) as conn:
-        existing = {
-            r.path: Existing(r.id, r.kind, r.size, r.mtime_ns, r.hash)
-            for r in conn.execute(
-                select(
-                    T_FILES.c.id,
-                    T_FILES.c.path,
-                    T_FILES.c.kind,
-                    T_FILES.c.size,
-                    T_FILES.c.mtime_ns,
-                    T_FILES.c.hash,
-                ).where(T_FILES.c.source_id == source.id)
-            )
-        }
+        existing = stored_files(conn, source.id)
     report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t
     _reconcile(engine, settings, source, scanned.files, existing, report, progress)
 

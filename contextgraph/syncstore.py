@@ -12,6 +12,7 @@ compiled once (:func:`~contextgraph.sqlcore.driver_sql`), then executed with pla
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
@@ -89,6 +90,28 @@ class Delete:
 
 
 FileOp = Insert | Update | Stat | Rename | Delete
+
+
+def stored_files(
+    conn: Connection, source_id: int, paths: Sequence[str] | None = None
+) -> dict[str, Existing]:
+    """path -> the stored state of every file of a source (or of those of ``paths`` it has)."""
+    query = select(
+        T_FILES.c.id,
+        T_FILES.c.path,
+        T_FILES.c.kind,
+        T_FILES.c.size,
+        T_FILES.c.mtime_ns,
+        T_FILES.c.hash,
+    ).where(T_FILES.c.source_id == source_id)
+    chunks = (
+        [query] if paths is None else [query.where(T_FILES.c.path.in_(c)) for c in chunked(paths)]
+    )
+    return {
+        r.path: Existing(r.id, r.kind, r.size, r.mtime_ns, r.hash)
+        for chunk in chunks
+        for r in conn.execute(chunk)
+    }
 
 
 # --- statements -------------------------------------------------------------------------------
@@ -396,4 +419,5 @@ __all__ = [
     "Update",
     "apply_ops",
     "retract",
+    "stored_files",
 ]

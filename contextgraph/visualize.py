@@ -8,6 +8,7 @@ from contextgraph.context import find_concept
 from contextgraph.limits import VISUALIZE_DEPTH, VISUALIZE_MAX_NODES
 from contextgraph.mermaid import MAX_EDGES, MermaidEdge, MermaidNode, render_flowchart
 from contextgraph.models import ConceptRelation, Entity, table_of
+from contextgraph.neighbourhood import entity_names
 
 T_ENTITIES = table_of(Entity)
 T_CREL = table_of(ConceptRelation)
@@ -34,13 +35,13 @@ def visualize(conn: Connection, concept: str, *, depth: int = 2, max_nodes: int 
         for n, count in conn.execute(select(edges.c.n, edges.c.count)):
             if n not in kept and count > strongest.get(n, 0):
                 strongest[n] = count
-        names = _names(conn, list(strongest))
+        names = entity_names(conn, list(strongest))
         ranked = sorted(strongest, key=lambda n: (-strongest[n], names[n][0]))
         frontier = ranked[: max_nodes - len(kept)]
         for n in frontier:
             kept[n] = None
     ids = list(kept)
-    info = _names(conn, ids)
+    info = entity_names(conn, ids)
     rows = conn.execute(
         select(cr.c.a_id, cr.c.b_id, cr.c.count)
         .where(cr.c.a_id.in_(ids), cr.c.b_id.in_(ids))
@@ -50,16 +51,3 @@ def visualize(conn: Connection, concept: str, *, depth: int = 2, max_nodes: int 
     edges_out = [MermaidEdge(info[a][0], info[b][0], int(c)) for a, b, c in rows]
     nodes = [MermaidNode(info[n][0], info[n][1]) for n in ids]
     return render_flowchart(key, nodes, edges_out)
-
-
-def _names(conn: Connection, ids: list[int]) -> dict[int, tuple[str, int | None]]:
-    out: dict[int, tuple[str, int | None]] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        for eid, name, community in conn.execute(
-            select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id).where(
-                T_ENTITIES.c.id.in_(chunk)
-            )
-        ):
-            out[int(eid)] = (name, community)
-    return out

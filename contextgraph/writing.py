@@ -30,11 +30,12 @@ from contextgraph.errors import Conflict, InvalidArgument, NotFound, UnsafePath
 from contextgraph.ingest import content_hash
 from contextgraph.limits import EDIT_COUNT, MAX_PATH_CHARS
 from contextgraph.models import Entity, File, Mention, Source, table_of
-from contextgraph.notes import URI_PREFIX, check_relative, confine, file_uri, resolve
+from contextgraph.notes import check_relative, confine, resolve
 from contextgraph.scan import SKIPPED_DIRS, file_kind
 from contextgraph.settings import Settings
 from contextgraph.sources import SourceInfo, get_source, list_sources
 from contextgraph.sync import SyncReport, sync_lock, sync_paths
+from contextgraph.uris import URI_PREFIX, file_uri
 
 T_FILES = table_of(File)
 T_MENTIONS = table_of(Mention)

@@ -13,7 +13,7 @@ start-up, where the database is being written). Then:
 
 1. ``PRAGMA integrity_check`` is ``ok`` straight after the kill;
 2. a normal sync succeeds, ``doctor()`` is ok and no ``stale:*`` marker is left;
-3. the store equals a from-scratch sync of the same files (``tests/conftest.py``'s ``snapshot``),
+3. the store equals a from-scratch sync of the same files (``tests/helpers.py``'s ``snapshot``),
    and its community partition equals the from-scratch one;
 4. a second sync reports nothing added, updated, deleted or renamed.
 

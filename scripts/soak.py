@@ -17,7 +17,7 @@ For ``--seconds``, in parallel (processes started with ``spawn``):
 Then the editor stops, a final sync runs, and the store is checked: ``doctor().ok``,
 ``PRAGMA integrity_check``, no acknowledged read lost (``last_accessed`` is at least the recorded
 time for every note still at the same path), and the store equals a from-scratch sync of the final
-files (``tests/conftest.py``'s ``snapshot``), with the same community partition. Errors are any
+files (``tests/helpers.py``'s ``snapshot``), with the same community partition. Errors are any
 exception or non-zero exit other than the expected ones (a note deleted between listing and
 reading it, ``--no-wait`` refused); ``locked_errors`` counts those that mention "database is
 locked" and must be 0.
@@ -361,7 +361,7 @@ def load_snapshot() -> Any:
     """The canonical store dump of the test suite (one definition of "the same store")."""
     if TESTS not in sys.path:
         sys.path.insert(0, TESTS)
-    from conftest import snapshot
+    from helpers import snapshot
 
     return snapshot
 

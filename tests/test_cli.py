@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import EXAMPLES, NOW, Writer
+from helpers import EXAMPLES, NOW, Writer
 
 from contextgraph import ContextGraph
 from contextgraph.cli import cli

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from helpers import run_script
 from sqlalchemy import text
 
 from contextgraph import ContextGraph, Settings, SyncInProgress, db
@@ -26,15 +27,6 @@ from contextgraph.cli import cli
 from contextgraph.settings import parse_datetime
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _soak() -> Any:
-    scripts = str(REPO / "scripts")
-    if scripts not in sys.path:
-        sys.path.insert(0, scripts)
-    import soak
-
-    return soak
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -68,9 +60,10 @@ def _assert_clean(result: dict[str, Any]) -> None:
     assert result["reads_acknowledged"] == result["ops"]["read"]
 
 
+@pytest.mark.slow
 def test_short_soak_surfaces_no_error_loses_no_read_and_converges(tmp_path: Path) -> None:
     argv = ["--writers", "2", "--readers", "2", "--seconds", "6", "--notes", "40"]
-    result = _soak().main([*argv, "--workdir", str(tmp_path / "soak")])
+    result = run_script("soak", *argv, "--workdir", str(tmp_path / "soak"))
     _assert_clean(result)
     for kind in ("context", "expand", "search", "editor_edit"):
         assert result["ops"].get(kind, 0) >= 1, kind
@@ -79,7 +72,7 @@ def test_short_soak_surfaces_no_error_loses_no_read_and_converges(tmp_path: Path
 @pytest.mark.slow
 def test_long_soak_surfaces_no_error_loses_no_read_and_converges(tmp_path: Path) -> None:
     argv = ["--writers", "3", "--readers", "3", "--seconds", "30", "--notes", "200"]
-    _assert_clean(_soak().main([*argv, "--workdir", str(tmp_path / "soak")]))
+    _assert_clean(run_script("soak", *argv, "--workdir", str(tmp_path / "soak")))
 
 
 # -- reads during a sync ---------------------------------------------------------------------

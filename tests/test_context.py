@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Writer
+from helpers import Writer
 from sqlalchemy import text
 
 from contextgraph import ContextGraph, InvalidArgument, db

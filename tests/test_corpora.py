@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import CORPORA
+from helpers import CORPORA
 
 from contextgraph import ContextGraph
 

@@ -16,20 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import snapshot
+from helpers import run_script, snapshot
 
 from contextgraph import ContextGraph
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _crash() -> Any:
-    scripts = str(REPO / "scripts")
-    if scripts not in sys.path:
-        sys.path.insert(0, scripts)
-    import crash
-
-    return crash
 
 
 def _assert_recovered(result: dict[str, Any], iterations: int) -> None:
@@ -40,16 +31,17 @@ def _assert_recovered(result: dict[str, Any], iterations: int) -> None:
     assert result["killed_while_running"] >= 1  # at least one kill landed mid-run
 
 
+@pytest.mark.slow
 def test_quick_crash_loop_recovers_every_time(tmp_path: Path) -> None:
     argv = ["--iterations", "5", "--notes", "80", "--seed", "3"]
-    result = _crash().main([*argv, "--workdir", str(tmp_path / "crash")])
+    result = run_script("crash", *argv, "--workdir", str(tmp_path / "crash"))
     _assert_recovered(result, 5)
 
 
 @pytest.mark.slow
 def test_long_crash_loop_recovers_every_time(tmp_path: Path) -> None:
     argv = ["--iterations", "15", "--notes", "500", "--seed", "5"]
-    result = _crash().main([*argv, "--workdir", str(tmp_path / "crash")])
+    result = run_script("crash", *argv, "--workdir", str(tmp_path / "crash"))
     _assert_recovered(result, 15)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import NOW, Writer
+from helpers import NOW, Writer
 
 from contextgraph import ContextGraph
 from contextgraph import db as dbmod

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import EXAMPLES, Writer
+from helpers import EXAMPLES, Writer
 from sqlalchemy import insert, select
 
 from contextgraph import ContextGraph, InvalidArgument, Settings, db

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Writer, snapshot
+from helpers import Writer, snapshot
 from sqlalchemy import text
 
 from contextgraph import ContextGraph, NotFound, UnsafePath, db, ingest

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import Writer
+from helpers import Writer
 from sqlalchemy import text
 
 from contextgraph import ContextGraph, NotFound, UnsafePath, db

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import Writer, snapshot
+from helpers import Writer, snapshot
 
 from contextgraph import ContextGraph, InvalidArgument, NotFound
 from contextgraph.cli import cli

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import Writer
+from helpers import Writer
 from sqlalchemy import text
 
 from contextgraph import ContextGraph, Settings, db

@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import Writer, snapshot
+from helpers import Writer, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
@@ -295,6 +295,7 @@ def _apply_edit(vault: Path, edit: tuple[object, ...]) -> None:
         path.replace(target)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

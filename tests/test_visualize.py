@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import Writer
+from helpers import Writer
 
 from contextgraph import ContextGraph, InvalidArgument
 from contextgraph.cli import cli

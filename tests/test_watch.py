@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import snapshot
+from helpers import snapshot
 
 from contextgraph import ContextGraph
 from contextgraph.watch import Batch, Watcher

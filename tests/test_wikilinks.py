@@ -19,21 +19,15 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
+from contextgraph.frontmatter import body_offset, load_yaml
+from contextgraph.links import fast_path_ok, find_links_fast, target_of
+from contextgraph.markdown import find_links_markdown
 from contextgraph.wikilinks import (
     ATTACHMENT_EXTENSIONS,
     MAX_CONCEPT_LENGTH,
     Frontmatter,
     Link,
     NoteFacts,
-    _body_offset,
-    _fast_path_ok,
-    _find_links_blocks,
-    _find_links_fast,
-    _find_links_medium,
-    _find_links_slow,
-    _NotSimple,
-    _simple_yaml,
-    _target_of,
     extract_note,
     find_links,
     is_valid_concept,
@@ -62,16 +56,22 @@ def markdown_it_survives(parse: Callable[[str], T], text: str) -> T:
         raise
 
 
+def parsed_links(text: str, *, code_in_links: bool = True) -> list[Link]:
+    """The links markdown-it's reading of ``text`` gives (the path for notes with code)."""
+    start = body_offset(text)
+    return markdown_it_survives(
+        lambda t: find_links_markdown(t, start, code_in_links=code_in_links), text
+    )
+
+
 def implementations_agree(text: str) -> list[Link]:
-    """Return find_links(text) after checking that every implementation gives the same."""
-    slow = markdown_it_survives(_find_links_slow, text)
-    assert _find_links_blocks(text) == slow
-    if _fast_path_ok(text):
-        assert _find_links_fast(text) == slow
-    medium = _find_links_medium(text)
-    assert medium is None or medium == slow
-    assert find_links(text) == slow
-    return slow
+    """Return find_links(text) after checking that the fast path, where taken, agrees."""
+    parsed = parsed_links(text)
+    start = body_offset(text)
+    if fast_path_ok(text, start):
+        assert find_links_fast(text, start) == parsed
+    assert find_links(text) == parsed
+    return parsed
 
 
 # --------------------------------------------------------------------------------------------
@@ -426,9 +426,7 @@ def test_no_exception_reaches_callers(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(text: str, start: int | None = None) -> list[Link]:
         raise IndexError("as markdown-it-py 4.3.0 does on '> - <pre>\\n>'")
 
-    monkeypatch.setattr(wikilinks, "_find_links_blocks", fail)
-    assert [link.concept for link in find_links(text)] == ["a"]  # markdown-it takes over
-    monkeypatch.setattr(wikilinks, "_find_links_slow", fail)
+    monkeypatch.setattr(wikilinks, "find_links_markdown", fail)
     assert [link.concept for link in find_links(text)] == ["code", "indented", "a"]
 
 
@@ -520,7 +518,7 @@ def _inline_text(children: list[Token]) -> str:
 
 def reference_links(text: str) -> Counter[tuple[bool, str]]:
     """(embed, target) of every link, per markdown-it's full parse."""
-    body = text[_body_offset(text) :]
+    body = text[body_offset(text) :]
     tokens = markdown_it_survives(_REF_MD.parse, body)
     pieces = [_inline_text(tok.children or []) for tok in tokens if tok.type == "inline"]
     covered: set[int] = set()
@@ -532,13 +530,14 @@ def reference_links(text: str) -> Counter[tuple[bool, str]]:
     found: Counter[tuple[bool, str]] = Counter()
     for piece in pieces:
         for m in _REF_LINK_RE.finditer(piece):
-            found[(bool(m.group(1)), _target_of(m.group(2)))] += 1
+            found[(bool(m.group(1)), target_of(m.group(2)))] += 1
     return found
 
 
 def implementation_links(text: str) -> Counter[tuple[bool, str]]:
+    """(embed, target) of every link, as a plain CommonMark reading (no code inside links)."""
     found: Counter[tuple[bool, str]] = Counter()
-    for link in markdown_it_survives(_find_links_slow, text):
+    for link in parsed_links(text, code_in_links=False):
         raw = text[link.start : link.end]
         assert raw.startswith("![[" if link.embed else "[[") and raw.endswith("]]")
         # markdown-it's text tokens have backslash escapes resolved; ours keep them.
@@ -571,8 +570,18 @@ def test_links_agree_with_the_full_markdown_it_reference(text: str) -> None:
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents)
-def test_fast_block_and_slow_paths_agree(text: str) -> None:
+def test_fast_and_markdown_paths_agree(text: str) -> None:
     implementations_agree(text)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents)
+def test_code_inside_links_only_adds_links_that_hold_a_code_span(text: str) -> None:
+    plain = {(link.start, link.end) for link in parsed_links(text, code_in_links=False)}
+    full = {(link.start, link.end) for link in parsed_links(text)}
+    assert plain <= full
+    for start, end in full - plain:
+        assert "`" in text[start:end]
 
 
 INLINE_PIECES = [
@@ -584,41 +593,59 @@ INLINE_PIECES = [
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(INLINE_PIECES), max_size=40))
-def test_medium_path_agrees_when_code_can_only_be_inline(pieces: list[str]) -> None:
+def test_inline_code_and_html_agree_with_the_reference(pieces: list[str]) -> None:
     text = "".join(pieces)
-    links = implementations_agree(text)
+    implementations_agree(text)
     assert implementation_links(text) == reference_links(text)
-    medium = _find_links_medium(text)
-    assert medium is None or medium == links
 
 
-def test_medium_path_handles_inline_code_and_gives_up_when_unsure() -> None:
+def test_inline_code_across_lines_and_fences_in_lists() -> None:
     text = "# [[a]] `[[b]]`\n\n- item `x` [[c]]\n- `multi\n  line [[d]]` [[e]]\n"
-    assert _find_links_medium(text) is None  # a code span crosses a line: needs paragraphs
+    implementations_agree(text)
     assert concepts(text) == {"a": 1, "c": 1, "e": 1}
-    text = "# [[a]] `[[b]]`\n\n- item `x` [[c]]\n- `one line [[d]]` [[e]]\n"
-    assert _find_links_medium(text) == implementations_agree(text)
-    assert concepts(text) == {"a": 1, "c": 1, "e": 1}
-    # Fences starting at column 0 are top-level and pair up in order ...
     text = "- [[a]]\n```js\n[[b]]\n````\n```\n[[c]]\n~~~\n```\n\n`[[d]]` [[e]]\n```"
-    assert _find_links_medium(text) == implementations_agree(text)
+    implementations_agree(text)
     assert concepts(text) == {"a": 1, "e": 1}
-    # ... an indented fence may belong to a list item: no shortcut then.
     text = "- [[a]]\n  ```\n  [[b]]\n  ```\n[[c]]\n"
-    assert _find_links_medium(text) is None
+    implementations_agree(text)
     assert concepts(text) == {"a": 1, "c": 1}
+
+
+def test_a_code_span_wholly_inside_a_link_is_part_of_it() -> None:
+    """SPEC §2 (issue 10 item 8): Obsidian's help vault writes these in 66 files."""
+    assert concepts("See [[Functions#hasTag|`hasTag`]].") == {"functions": 1}
+    assert concepts("See [[Filter#`wikilink`|Wiki-Link]].") == {"filter": 1}
+    assert concepts("- [[`code` name]] and ![[`x`]]") == {"`code`-name": 1, "`x`": 1}
+    text = "> x [[A|`b`]] y\r\n> [[C]]"
+    links = implementations_agree(text)
+    assert [(text[link.start : link.end], link.concept) for link in links] == [
+        ("[[A|`b`]]", "a"),
+        ("[[C]]", "c"),
+    ]
+
+
+def test_code_spans_that_cross_a_link_boundary_still_win() -> None:
+    assert concepts("`[[x]]` and `a [[b]]`") == {}  # a `[[` inside a code span links nothing
+    assert concepts("`a [[b` c]]") == {}  # the span starts before the link
+    assert concepts("[[a`]] `b`") == {}  # the span starts inside the link and ends after it
+    assert concepts("[[a<!-- x -->b]] [[c]]") == {"c": 1}  # comments are never part of a link
+
+
+def test_escaped_brackets_are_no_link() -> None:
+    assert concepts("\\[\\[x\\]\\] and \\[\\[`y`\\]\\] and `z`") == {}
+    assert concepts("\\[[x]] `y`") == {"x": 1}  # only the brackets themselves count
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["[[a]]", "[[b|c]]", "x ", "\n", "\n\n", "> ", "- "]), max_size=30))
 def test_fast_path_is_taken_for_code_free_text(pieces: list[str]) -> None:
     text = "".join(pieces)
-    assert _fast_path_ok(text)
+    assert fast_path_ok(text, body_offset(text))
     implementations_agree(text)
 
 
 # --------------------------------------------------------------------------------------------
-# Differential test of the simple-frontmatter reader against yaml.safe_load
+# Differential test of the frontmatter loader against yaml.safe_load
 # --------------------------------------------------------------------------------------------
 
 KEYS = ["title", "created", "id", "desc", "tags", "Title", "title x", "a.b", "updated", "yes"]
@@ -646,28 +673,25 @@ frontmatters = st.lists(
 ).map("\n".join)
 
 
-def _wanted(data: Any) -> Any:
-    if not isinstance(data, dict):
-        return data
-    return {
-        k: type(v)() if isinstance(v, list | dict) else v
-        for k, v in data.items()
-        if k in ("title", "created")
-    }
-
-
 @settings(max_examples=800, deadline=None)
 @given(frontmatters)
-def test_simple_frontmatter_reader_agrees_with_safe_load(source: str) -> None:
+def test_frontmatter_loader_agrees_with_pure_python_safe_load(source: str) -> None:
+    """libyaml's CSafeLoader (when present) reads exactly what yaml.safe_load reads."""
     try:
-        mine: Any = _simple_yaml(source)
-    except _NotSimple:
-        return  # read by yaml.safe_load itself
-    except Exception as exc:  # the reader fails exactly where PyYAML fails
-        with pytest.raises(type(exc)):
-            yaml.safe_load(source)
+        expected: Any = yaml.safe_load(source)
+    except yaml.YAMLError as exc:
+        with pytest.raises(yaml.YAMLError) as raised:
+            load_yaml(source)
+        assert (raised.value.problem, str(raised.value.problem_mark)) == (  # type: ignore[attr-defined]
+            exc.problem,  # type: ignore[attr-defined]
+            str(exc.problem_mark),  # type: ignore[attr-defined]
+        )
         return
-    assert mine == _wanted(yaml.safe_load(source))
+    except ValueError:  # a bad date in some value: the constructors are the same Python code
+        with pytest.raises(ValueError):
+            load_yaml(source)
+        return
+    assert load_yaml(source) == expected
 
 
 # --------------------------------------------------------------------------------------------
@@ -688,13 +712,12 @@ def test_corpus_notes_extract_and_all_paths_agree_with_the_reference() -> None:
         if "[[" not in text:
             assert not facts.concepts
             continue
-        slow = _find_links_slow(text)
-        if _find_links_blocks(text) != slow or find_links(text) != slow:
-            mismatches.append(f"{path}: paths disagree")
-        if _fast_path_ok(text) and _find_links_fast(text) != slow:
+        parsed = parsed_links(text)
+        if find_links(text) != parsed:
+            mismatches.append(f"{path}: find_links disagrees with the markdown path")
+        start = body_offset(text)
+        if fast_path_ok(text, start) and find_links_fast(text, start) != parsed:
             mismatches.append(f"{path}: fast path disagrees")
-        if _find_links_medium(text) not in (None, slow):
-            mismatches.append(f"{path}: medium path disagrees")
         if implementation_links(text) != reference_links(text):
             mismatches.append(f"{path}: differs from the full markdown-it reference")
     assert not mismatches, "\n".join(mismatches[:20])

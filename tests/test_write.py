@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import snapshot
+from helpers import snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

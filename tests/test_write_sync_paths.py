@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import snapshot
+from helpers import snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -29,3 +29,15 @@ def check_text(text: str) -> None:
     reason = undecodable(text)
     if reason:
         raise CodeParseError(reason)
+
+
+class SymbolAcc:
+    """What is collected about one symbol while a file is walked: kind, line, bases, references."""
+
+    __slots__ = ("bases", "kind", "line", "refs")
+
+    def __init__(self, kind: str, line: int) -> None:
+        self.kind = kind
+        self.line = line
+        self.bases: list[str] = []
+        self.refs: set[str] = set()

@@ -16,9 +16,9 @@ component names (lower-case intrinsic tags such as ``div`` are skipped), minus t
 locally (parameters, declarations, patterns, ``catch``, type parameters); ``this.m`` where
 ``m`` is a method of the same class is ``Class.m``.
 
-Imports: ``import … from``, ``import 'x'``, ``export … from``, ``require('x')`` and
-``import('x')`` with a string (or substitution-free template) literal anywhere in the file,
-TS ``import x = require('x')``.
+Imports (:mod:`.jsimports`): ``import … from``, ``import 'x'``, ``export … from``,
+``require('x')`` and ``import('x')`` with a string (or substitution-free template) literal
+anywhere in the file, TS ``import x = require('x')``.
 
 Parse failures: tree-sitter always recovers, so a file is rejected when its root is an ERROR
 node or when ERROR nodes directly under the root cover more than 10% of its bytes; smaller
@@ -37,16 +37,13 @@ import tree_sitter
 import tree_sitter_javascript
 import tree_sitter_typescript
 
-from contextgraph.codegraph.common import check_text
+from contextgraph.codegraph.common import SymbolAcc, check_text
+from contextgraph.codegraph.jsimports import JsImports, Node
 from contextgraph.codegraph.model import (
-    BindingFact,
     CodeParseError,
     FileFacts,
-    ImportFact,
     SymbolFact,
 )
-
-Node = tree_sitter.Node
 
 _GRAMMARS: dict[str, tuple[str, Callable[[], Any]]] = {
     ".js": ("javascript", tree_sitter_javascript.language),
@@ -163,16 +160,6 @@ def _error_reason(root: Node, src: bytes, ext: str) -> str | None:
     return None
 
 
-class _SymbolAcc:
-    __slots__ = ("bases", "kind", "line", "refs")
-
-    def __init__(self, kind: str, line: int) -> None:
-        self.kind = kind
-        self.line = line
-        self.bases: list[str] = []
-        self.refs: set[str] = set()
-
-
 class _Scope:
     __slots__ = ("bound", "cls", "methods", "uses")
 
@@ -187,13 +174,10 @@ class _Scope:
         return {u for u in self.uses if u.partition(".")[0] not in bound}
 
 
-class _Extractor:
+class _Extractor(JsImports):
     def __init__(self, src: bytes) -> None:
-        self.src = src
-        self.symbols: dict[str, _SymbolAcc] = {}
-        self.imports: list[ImportFact] = []
-        self.bindings: list[BindingFact] = []
-        self.reexports: list[BindingFact] = []
+        super().__init__(src)
+        self.symbols: dict[str, SymbolAcc] = {}
         self.aliases: list[tuple[str, str]] = []
         self.module = _Scope()
 
@@ -215,9 +199,6 @@ class _Extractor:
             module_refs=tuple(sorted(self.module.refs())),
             module_names=tuple(sorted(self.module.bound - self.symbols.keys())),
         )
-
-    def text(self, node: Node) -> str:
-        return self.src[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
     # -- top level --------------------------------------------------------------------------
 
@@ -252,10 +233,10 @@ class _Extractor:
             self.walk([node], self.module)
         return None
 
-    def _symbol(self, qual: str, kind: str, node: Node) -> _SymbolAcc:
+    def _symbol(self, qual: str, kind: str, node: Node) -> SymbolAcc:
         acc = self.symbols.get(qual)
         if acc is None:
-            acc = self.symbols[qual] = _SymbolAcc(kind, node.start_point[0] + 1)
+            acc = self.symbols[qual] = SymbolAcc(kind, node.start_point[0] + 1)
         return acc
 
     def _roots(self, node: Node) -> list[Node]:
@@ -342,10 +323,10 @@ class _Extractor:
         if name.type in ("property_identifier", "private_property_identifier", "identifier"):
             return self.text(name)
         if name.type == "string":
-            return _string_value(self, name)
+            return self.string_value(name)
         return None
 
-    def _base(self, node: Node, acc: _SymbolAcc, roots: list[Node]) -> None:
+    def _base(self, node: Node, acc: SymbolAcc, roots: list[Node]) -> None:
         target = node
         if node.type == "generic_type":
             name = node.child_by_field_name("name")
@@ -396,80 +377,11 @@ class _Extractor:
         args = value.child_by_field_name("arguments")
         return args is not None and any(a.type in _FUNC_VALUES for a in args.named_children)
 
-    def import_statement(self, node: Node) -> None:
-        source = node.child_by_field_name("source")
-        clauses = node.named_children
-        if source is None:
-            for clause in clauses:
-                if clause.type == "import_require_clause":
-                    source = clause.child_by_field_name("source")
-        spec = _string_value(self, source)
-        if spec is None:
-            return
-        self.imports.append(ImportFact(spec, 0, (), node.start_point[0] + 1))
-        for clause in clauses:
-            if clause.type == "import_require_clause":
-                for ident in clause.named_children:
-                    if ident.type == "identifier":
-                        self.bindings.append(BindingFact(self.text(ident), spec, 0, None))
-                        break
-            if clause.type != "import_clause":
-                continue
-            for part in clause.named_children:
-                if part.type == "identifier":
-                    self.bindings.append(BindingFact(self.text(part), spec, 0, "default"))
-                elif part.type == "namespace_import":
-                    for ident in part.named_children:
-                        if ident.type == "identifier":
-                            self.bindings.append(BindingFact(self.text(ident), spec, 0, None))
-                elif part.type == "named_imports":
-                    for name, alias in self._specifiers(part):
-                        self.bindings.append(BindingFact(alias, spec, 0, name))
-
-    def _specifiers(self, node: Node) -> list[tuple[str, str]]:
-        """(name, local-or-exported alias) of the import/export specifiers under ``node``."""
-        out = []
-        for s in node.named_children:
-            if s.type not in ("import_specifier", "export_specifier"):
-                continue
-            name_node = s.child_by_field_name("name")
-            alias_node = s.child_by_field_name("alias")
-            name = self._name_text(name_node)
-            alias = self._name_text(alias_node) if alias_node is not None else name
-            if name and alias:
-                out.append((name, alias))
-        return out
-
-    def _name_text(self, node: Node | None) -> str | None:
-        if node is None:
-            return None
-        if node.type == "string":
-            return _string_value(self, node)
-        return self.text(node)
-
     def export_statement(self, node: Node) -> None:
-        line = node.start_point[0] + 1
         tokens = {c.type for c in node.children if not c.is_named}
         source = node.child_by_field_name("source")
         if source is not None:
-            spec = _string_value(self, source)
-            if spec is None:
-                return
-            for part in node.named_children:
-                if part.type == "export_clause":
-                    for name, alias in self._specifiers(part):
-                        self.reexports.append(BindingFact(alias, spec, 0, name))
-                elif part.type == "namespace_export":
-                    for ident in part.named_children:
-                        ns = (
-                            self._name_text(ident)
-                            if ident.type in ("identifier", "string")
-                            else None
-                        )
-                        if ns:
-                            self.reexports.append(BindingFact(ns, spec, 0, None))
-            names = ("*",) if "*" in tokens else ()
-            self.imports.append(ImportFact(spec, 0, names, line))
+            self.export_from(node, source, "*" in tokens)
             return
         decl = node.child_by_field_name("declaration")
         if decl is not None:
@@ -621,73 +533,6 @@ class _Extractor:
                 stack.extend(c for c in node.named_children if c.type == "template_substitution")
                 continue
             stack.extend(reversed(node.named_children))
-
-    def _call_import(self, node: Node) -> None:
-        spec = self._require_spec(node, dynamic=True)
-        if spec is not None:
-            self.imports.append(ImportFact(spec, 0, (), node.start_point[0] + 1))
-
-    def _require_spec(self, node: Node, dynamic: bool = False) -> str | None:
-        if node.type != "call_expression":
-            return None
-        fn = node.child_by_field_name("function")
-        if fn is None:
-            return None
-        if not (
-            (fn.type == "identifier" and self.text(fn) == "require")
-            or (dynamic and fn.type == "import")
-        ):
-            return None
-        args = node.child_by_field_name("arguments")
-        if args is None or args.named_child_count != 1:
-            return None
-        arg = args.named_children[0]
-        return _string_value(self, arg)
-
-    def _require_binding(self, name: Node, value: Node) -> None:
-        attr: str | None = None
-        if value.type == "member_expression":
-            prop = value.child_by_field_name("property")
-            obj = value.child_by_field_name("object")
-            if prop is None or obj is None:
-                return
-            attr = self.text(prop)
-            value = obj
-        spec = self._require_spec(value)
-        if spec is None:
-            return
-        if name.type == "identifier":
-            self.bindings.append(BindingFact(self.text(name), spec, 0, attr))
-        elif name.type == "object_pattern" and attr is None:
-            for part in name.named_children:
-                if part.type == "shorthand_property_identifier_pattern":
-                    local = self.text(part)
-                    self.bindings.append(BindingFact(local, spec, 0, local))
-                elif part.type == "object_assignment_pattern":
-                    left = part.child_by_field_name("left")
-                    if left is not None:
-                        local = self.text(left)
-                        self.bindings.append(BindingFact(local, spec, 0, local))
-                elif part.type == "pair_pattern":
-                    key = part.child_by_field_name("key")
-                    val = part.child_by_field_name("value")
-                    if key is not None and val is not None and val.type == "identifier":
-                        self.bindings.append(
-                            BindingFact(self.text(val), spec, 0, self._name_text(key))
-                        )
-
-
-def _string_value(ex: _Extractor, node: Node | None) -> str | None:
-    """The value of a string literal (or a template literal without substitutions)."""
-    if node is None:
-        return None
-    if node.type == "string" or (
-        node.type == "template_string"
-        and not any(c.type == "template_substitution" for c in node.named_children)
-    ):
-        raw = ex.text(node)
-        return raw[1:-1] if len(raw) >= 2 else None
-    return None
 
 
 _PATTERN_CONTAINERS = frozenset(

@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from contextgraph.codegraph.common import check_nul, undecodable
+from contextgraph.codegraph.common import SymbolAcc, check_nul, undecodable
 from contextgraph.codegraph.model import (
     BindingFact,
     CodeParseError,
@@ -124,16 +124,6 @@ def _parse_newer(path: str, text: str, error: SyntaxError) -> ast.Module:
         raise CodeParseError(f"Python syntax error at line {error.lineno}: {msg}") from None
 
 
-class _SymbolAcc:
-    __slots__ = ("bases", "kind", "line", "refs")
-
-    def __init__(self, kind: str, line: int) -> None:
-        self.kind = kind
-        self.line = line
-        self.bases: list[str] = []
-        self.refs: set[str] = set()
-
-
 class _Scope:
     """Names used and bound while walking one symbol (or the module level)."""
 
@@ -156,7 +146,7 @@ class _Scope:
 
 class _Extractor:
     def __init__(self) -> None:
-        self.symbols: dict[str, _SymbolAcc] = {}
+        self.symbols: dict[str, SymbolAcc] = {}
         self.imports: list[ImportFact] = []
         self.bindings: list[BindingFact] = []
         self.module = _Scope()
@@ -214,10 +204,10 @@ class _Extractor:
             else:
                 self.walk([st], self.module)
 
-    def _symbol(self, qual: str, kind: str, line: int) -> _SymbolAcc:
+    def _symbol(self, qual: str, kind: str, line: int) -> SymbolAcc:
         acc = self.symbols.get(qual)
         if acc is None:
-            acc = self.symbols[qual] = _SymbolAcc(kind, line)
+            acc = self.symbols[qual] = SymbolAcc(kind, line)
         return acc
 
     def function(

@@ -28,6 +28,15 @@ def loads_lenient(text: str) -> Any:
     return json.loads(_strip_trailing_commas(_strip_comments(text.lstrip("\ufeff"))))
 
 
+def _after_string(text: str, i: int) -> int:
+    """The index after the JSON string that opens at ``text[i]`` (its end when unclosed)."""
+    n = len(text)
+    i += 1
+    while i < n and text[i] != '"':
+        i += 2 if text[i] == "\\" else 1
+    return i + 1
+
+
 def _strip_comments(text: str) -> str:
     out: list[str] = []
     i, n = 0, len(text)
@@ -35,10 +44,7 @@ def _strip_comments(text: str) -> str:
     while i < n:
         c = text[i]
         if c == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-            i += 1
+            i = _after_string(text, i)
         elif c == "/" and i + 1 < n and text[i + 1] in "/*":
             out.append(text[start:i])
             if text[i + 1] == "/":
@@ -62,10 +68,7 @@ def _strip_trailing_commas(text: str) -> str:
     while i < n:
         c = text[i]
         if c == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-            i += 1
+            i = _after_string(text, i)
         elif c == ",":
             j = i + 1
             while j < n and text[j] in " \t\r\n":

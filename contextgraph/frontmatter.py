@@ -1,0 +1,185 @@
+"""Read a note's YAML frontmatter: its extent, ``title`` and ``created`` (SPEC §2).
+
+The text may start with a BOM. The first line must be ``---`` (trailing blanks allowed) and a later
+line ``---`` or ``...`` closes it; unclosed means there is no frontmatter. A closed block is
+*always* skipped as frontmatter, even when its YAML is invalid or not a mapping (then
+``title``/``created`` are ``None`` and a warning is reported). Frontmatter over
+:data:`MAX_FRONTMATTER_CHARS` characters, or nested more than 64 levels, is not parsed (warning).
+
+YAML is loaded with PyYAML's ``CSafeLoader`` (libyaml), or its pure-Python ``SafeLoader`` where
+libyaml is missing; both build the same values with the same safe constructors. Invalid YAML is
+read again by ``SafeLoader`` so that the warning is worded the same either way.
+
+``created``: a YAML date or datetime, an ISO-8601 string, or epoch time (Dendron writes
+milliseconds); converted to UTC (naive values are taken as UTC, dates become midnight UTC).
+Anything else gives ``None`` and a warning. ``title``: ``str()`` of a scalar.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+import yaml
+
+MAX_FRONTMATTER_CHARS = 100_000
+_MAX_YAML_NESTING = 64
+_SCALAR_TYPES = (str, int, float, bool, date)
+
+try:
+    _LOADER: type[Any] = yaml.CSafeLoader
+except AttributeError:  # PyYAML built without libyaml
+    _LOADER = yaml.SafeLoader
+
+_FM_OPEN_RE = re.compile(r"---[ \t]*(?:\r\n|\r|\n)")
+_FM_CLOSE_RE = re.compile(r"[\n\r](?:---|\.\.\.)[ \t]*(?:\r\n|\r|\n|\Z)")
+
+
+@dataclass(frozen=True)
+class Frontmatter:
+    """What the frontmatter says; ``created`` is timezone-aware UTC."""
+
+    title: str | None
+    created: datetime | None
+    body_start: int
+    warning: str | None
+
+
+def frontmatter_bounds(text: str) -> tuple[int, int, int] | None:
+    """Return (yaml_start, yaml_end, body_start) of a closed frontmatter block, else None."""
+    first = 1 if text.startswith("\ufeff") else 0
+    opener = _FM_OPEN_RE.match(text, first)
+    if opener is None:
+        return None
+    closer = _FM_CLOSE_RE.search(text, opener.end() - 1)  # from the opener's line break
+    if closer is None:
+        return None
+    return opener.end(), max(opener.end(), closer.start() + 1), closer.end()
+
+
+def body_offset(text: str) -> int:
+    """Return where the body starts: after the frontmatter, or after a BOM."""
+    bounds = frontmatter_bounds(text)
+    if bounds is not None:
+        return bounds[2]
+    return 1 if text.startswith("\ufeff") else 0
+
+
+def _yaml_nesting(source: str) -> int:
+    """Estimate (from above) how deeply the YAML nests: flow brackets plus line prefixes."""
+    depth = deepest = 0
+    for m in re.finditer(r"[\[\]{}]", source):
+        depth += 1 if m.group() in "[{" else -1
+        deepest = max(deepest, depth)
+    prefix = max((len(m.group()) for m in re.finditer(r"(?m)^[ \t?:-]+", source)), default=0)
+    return deepest + prefix
+
+
+def load_yaml(source: str) -> Any:
+    """Load YAML safely (refusing nesting deep enough to exhaust the recursion limit).
+
+    libyaml words its errors differently; the warning a note gets must not depend on whether
+    libyaml is installed, so invalid YAML is read once more by the pure-Python loader, which
+    raises the error reported.
+    """
+    if _yaml_nesting(source) > _MAX_YAML_NESTING:
+        raise ValueError("nested too deeply")
+    try:
+        return yaml.load(source, Loader=_LOADER)
+    except yaml.YAMLError:
+        if _LOADER is yaml.SafeLoader:
+            raise
+    return yaml.load(source, Loader=yaml.SafeLoader)
+
+
+def _short_reason(exc: BaseException) -> str:
+    """Return a one-line description of a YAML failure."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if isinstance(problem, str):
+        reason = problem
+        if mark is not None:
+            reason += f" (line {mark.line + 1}, column {mark.column + 1})"
+    else:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return reason[:120]
+
+
+def _to_utc(value: object) -> datetime | str | None:
+    """Convert a ``created`` value; a str result is the warning explaining the failure."""
+    if value is None:
+        return None
+    try:
+        if isinstance(value, datetime):
+            if value.tzinfo is None or value.utcoffset() is None:
+                return value.replace(tzinfo=UTC)
+            return value.astimezone(UTC)
+        if isinstance(value, date):
+            return datetime(value.year, value.month, value.day, tzinfo=UTC)
+        if isinstance(value, int) and not isinstance(value, bool):
+            # Epoch time, as Dendron writes it (milliseconds); seconds when it is too small
+            # to be milliseconds of a date after 1973.
+            seconds = value / 1000 if abs(value) >= 10**11 else value
+            return datetime.fromtimestamp(seconds, UTC)
+        if isinstance(value, str):
+            try:
+                parsed = datetime.fromisoformat(value.strip())
+            except ValueError:
+                return f"'created' is not an ISO-8601 date: {value.strip()[:40]!r}"
+            return _to_utc(parsed)
+    except (OverflowError, ValueError, OSError):
+        return "'created' is out of range"
+    return f"'created' has unsupported type {type(value).__name__}"
+
+
+def read_frontmatter(text: str) -> tuple[str | None, datetime | None, int, list[str]]:
+    """Return title, created, body start (0 without frontmatter) and warnings."""
+    bounds = frontmatter_bounds(text)
+    if bounds is None:
+        return None, None, 0, []
+    yaml_start, yaml_end, body_start = bounds
+    if yaml_end - yaml_start > MAX_FRONTMATTER_CHARS:
+        return None, None, body_start, [f"frontmatter too large ({yaml_end - yaml_start} chars)"]
+    try:
+        data = load_yaml(text[yaml_start:yaml_end])
+    except Exception as exc:  # yaml errors, RecursionError, ValueError from bad dates, ...
+        return None, None, body_start, [f"invalid YAML frontmatter: {_short_reason(exc)}"]
+    if data is None:
+        return None, None, body_start, []
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        return None, None, body_start, [f"invalid YAML frontmatter: not a mapping ({kind})"]
+    warnings: list[str] = []
+    title: str | None = None
+    raw_title = data.get("title")
+    if raw_title is not None:
+        if isinstance(raw_title, _SCALAR_TYPES):
+            title = str(raw_title)
+        else:
+            warnings.append(f"'title' is not a scalar ({type(raw_title).__name__})")
+    created_or_warning = _to_utc(data.get("created"))
+    created: datetime | None = None
+    if isinstance(created_or_warning, str):
+        warnings.append(created_or_warning)
+    else:
+        created = created_or_warning
+    return title, created, body_start, warnings
+
+
+def parse_frontmatter(text: str) -> Frontmatter:
+    """Parse the leading YAML frontmatter leniently (bad YAML becomes a warning)."""
+    title, created, body_start, warnings = read_frontmatter(text)
+    return Frontmatter(title, created, body_start, "; ".join(warnings) or None)
+
+
+__all__ = [
+    "MAX_FRONTMATTER_CHARS",
+    "Frontmatter",
+    "body_offset",
+    "frontmatter_bounds",
+    "load_yaml",
+    "parse_frontmatter",
+    "read_frontmatter",
+]

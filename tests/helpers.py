@@ -1,0 +1,71 @@
+"""Shared test helpers (plain imports): paths, the fixed clock, snapshots, running scripts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from contextgraph import ContextGraph
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+CORPORA = SHARED / "corpora"
+EXAMPLES = REPO / "examples"
+NOW = "2026-11-30T12:00:00+00:00"
+
+Writer = Callable[..., Path]
+
+
+def run_script(name: str, *argv: str, timeout: float = 900) -> dict[str, Any]:
+    """Run ``scripts/<name>.py`` in a child process and return the JSON object it prints."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTGRAPH_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / f"{name}.py"), *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def snapshot(graph: ContextGraph) -> dict[str, object]:
+    """A canonical dump of everything sync derives from the files (ids and read times left out)."""
+    from sqlalchemy import text
+
+    from contextgraph import db
+
+    queries = {
+        "files": "SELECT s.name, f.path, f.kind, f.hash, f.size, f.title, f.created, f.text,"
+        " f.facts, f.concept_count, f.pairs FROM files f JOIN sources s ON s.id = f.source_id",
+        "mentions": "SELECT s.name, f.path, e.key, m.count FROM mentions m"
+        " JOIN files f ON f.id = m.file_id JOIN sources s ON s.id = f.source_id"
+        " JOIN entities e ON e.id = m.concept_id",
+        "concept_relations": "SELECT a.key, b.key, r.count FROM concept_relations r"
+        " JOIN entities a ON a.id = r.a_id JOIN entities b ON b.id = r.b_id",
+        "entities": "SELECT e.kind, e.key, e.name, e.path FROM entities e",
+        "relations": "SELECT a.kind, a.key, b.kind, b.key, r.type, r.weight, f.path"
+        " FROM relations r JOIN entities a ON a.id = r.src_id JOIN entities b ON b.id = r.dst_id"
+        " JOIN files f ON f.id = r.file_id",
+        "fts": "SELECT rowid, title, text, search_meta, search_parts FROM files_fts",
+    }
+    out: dict[str, object] = {}
+    with db.read(graph.engine) as conn:
+        for name, sql in queries.items():
+            rows = [tuple(r) for r in conn.execute(text(sql))]
+            if name == "concept_relations":  # stored by id order, which differs between stores
+                rows = [(*sorted(r[:2]), r[2]) for r in rows]
+            if name == "fts":
+                paths = dict(conn.execute(text("SELECT id, path FROM files")).all())
+                rows = [(paths.get(r[0]), r[1], r[2]) for r in rows]
+            out[name] = sorted(rows, key=repr)
+    return out

@@ -1,0 +1,66 @@
+"""ingest.prepare: read, hash and extract one file, with no database in sight."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from contextgraph.ingest import Job, prepare
+
+LIMIT = 1 << 20
+
+
+def _job(path: Path, kind: str, known: str | None = None, limit: int = LIMIT) -> Job:
+    return Job(path.name, str(path), kind, known, limit)
+
+
+def test_a_note_is_extracted(tmp_path: Path) -> None:
+    note = tmp_path / "n.md"
+    note.write_text("---\ntitle: T\ncreated: 2026-01-02\n---\n[[A]] [[b]] [[A]]\n", "utf-8")
+    p = prepare(_job(note, "note"))
+    assert p.status == "new"
+    assert p.title == "T"
+    assert p.created is not None
+    assert dict(p.concepts) == {"a": 2, "b": 1}
+    assert p.size == note.stat().st_size and p.hash
+
+
+def test_an_unchanged_hash_is_same_and_carries_no_text(tmp_path: Path) -> None:
+    note = tmp_path / "n.md"
+    note.write_text("[[a]]", encoding="utf-8")
+    first = prepare(_job(note, "note"))
+    again = prepare(_job(note, "note", known=first.hash))
+    assert again.status == "same"
+    assert again.hash == first.hash and again.text is None and again.concepts == ()
+
+
+def test_files_that_cannot_be_taken_fail_with_a_reason(tmp_path: Path) -> None:
+    big = tmp_path / "big.md"
+    big.write_text("x" * 100, encoding="utf-8")
+    assert prepare(_job(big, "note", limit=10)).reason == "larger than 10 bytes"
+    binary = tmp_path / "b.md"
+    binary.write_bytes(b"a\x00b")
+    assert prepare(_job(binary, "note")).reason == "binary file (contains NUL bytes)"
+    gone = prepare(_job(tmp_path / "missing.md", "note"))
+    assert (gone.status, gone.reason) == ("failed", "vanished during the scan")
+    (tmp_path / "dir.md").mkdir()
+    assert prepare(_job(tmp_path / "dir.md", "note")).reason == "is a folder"
+
+
+def test_invalid_utf8_and_a_bom_are_handled(tmp_path: Path) -> None:
+    note = tmp_path / "n.md"
+    note.write_bytes(b"\xef\xbb\xbf[[a]] \xff")
+    p = prepare(_job(note, "note"))
+    assert p.status == "new"
+    assert p.text is not None and not p.text.startswith("\ufeff")
+    assert "not valid UTF-8: decoded with replacement characters" in p.warnings
+
+
+def test_code_that_does_not_parse_is_kept_with_a_warning(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
+    good.write_text("import os\n\ndef f():\n    return os.sep\n", encoding="utf-8")
+    bad.write_text("def (:\n", encoding="utf-8")
+    ok = prepare(_job(good, "code"))
+    assert ok.status == "new" and ok.facts is not None and ok.warnings == ()
+    broken = prepare(_job(bad, "code"))
+    assert broken.status == "new" and broken.facts is None
+    assert broken.warnings and broken.warnings[0].startswith("does not parse:")

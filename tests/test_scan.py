@@ -1,0 +1,74 @@
+"""scan: which files of a source are notes, code or configs, and which are passed over."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from contextgraph.scan import file_kind, scan
+
+
+def _paths(root: Path, **kwargs: object) -> dict[str, str]:
+    return {f.path: f.kind for f in scan(root, **kwargs).files}  # type: ignore[arg-type]
+
+
+def test_file_kinds_come_from_the_name() -> None:
+    assert file_kind("a.md") == "note"
+    assert file_kind("A.MD") == "note"
+    assert file_kind("x.py") == "code"
+    assert file_kind("x.tsx") == "code"
+    assert file_kind("tsconfig.json") == "config"
+    assert file_kind("picture.png") is None
+    assert file_kind("notes.txt") is None
+
+
+def test_scan_lists_notes_code_and_configs_with_posix_paths_and_stats(tmp_path: Path) -> None:
+    (tmp_path / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "a.md").write_text("[[x]]", encoding="utf-8")
+    (tmp_path / "sub" / "deeper" / "m.py").write_text("import os\n", encoding="utf-8")
+    (tmp_path / "tsconfig.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "ignored.txt").write_text("x", encoding="utf-8")
+    result = scan(tmp_path)
+    assert {f.path: f.kind for f in result.files} == {
+        "a.md": "note",
+        "sub/deeper/m.py": "code",
+        "tsconfig.json": "config",
+    }
+    note = next(f for f in result.files if f.path == "a.md")
+    st = os.stat(tmp_path / "a.md")
+    assert (note.size, note.mtime_ns) == (st.st_size, st.st_mtime_ns)
+    assert result.problems == []
+
+
+def test_hidden_dependency_and_virtualenv_folders_are_skipped(tmp_path: Path) -> None:
+    for folder in (".git", "node_modules", "__pycache__", "venv", "myenv", "kept"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "n.md").write_text("[[x]]", encoding="utf-8")
+    (tmp_path / "myenv" / "pyvenv.cfg").write_text("home = /usr", encoding="utf-8")
+    (tmp_path / ".hidden.md").write_text("[[x]]", encoding="utf-8")
+    assert _paths(tmp_path) == {"kept/n.md": "note"}
+
+
+def test_excluded_paths_such_as_the_database_are_left_out(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("a", encoding="utf-8")
+    (tmp_path / "graph.md").write_text("a database named like a note", encoding="utf-8")
+    assert _paths(tmp_path, exclude=[tmp_path / "graph.md"]) == {"a.md": "note"}
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
+def test_links_are_followed_only_inside_the_source_and_loops_end(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    (root / "inner").mkdir(parents=True)
+    outside.mkdir()
+    (root / "inner" / "n.md").write_text("n", encoding="utf-8")
+    (outside / "secret.md").write_text("s", encoding="utf-8")
+    os.symlink(outside, root / "out")
+    os.symlink(root / "inner", root / "again")
+    os.symlink(root, root / "inner" / "loop")
+    paths = _paths(root)
+    assert "out/secret.md" not in paths
+    # The one real folder is walked once, under whichever of its two names comes first.
+    assert len(paths) == 1 and next(iter(paths)) in ("inner/n.md", "again/n.md")
