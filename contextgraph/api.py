@@ -31,14 +31,15 @@ from contextgraph.stats import (
     doctor,
     engine_info,
 )
-from contextgraph.sync import Progress, SyncReport, forget_source, run_sync
 
 if TYPE_CHECKING:  # the query modules load on first use: `contextgraph sync` never needs them
+    # and sync (scan, extraction, the process pool) loads only for a sync: queries never need it
     from contextgraph.context import Context
     from contextgraph.expand import ExpandResult
     from contextgraph.notes import Note
     from contextgraph.retrieve import Retrieval
     from contextgraph.search import SearchResult
+    from contextgraph.sync import Progress, SyncReport
     from contextgraph.writing import Written
 
 
@@ -167,6 +168,8 @@ class ContextGraph:
         self._writable("remove a source")
         with db.read(self.engine) as conn:
             source = get_source(conn, clean(name))
+        from contextgraph.sync import forget_source
+
         return forget_source(self.engine, self.settings, source)
 
     def sync(
@@ -193,6 +196,8 @@ class ContextGraph:
             raise SourceError("no sources registered: give a folder to sync")
         if paths and (not register or allow is not None):
             self._check_registration(paths, register=register, allow=allow or ())
+        from contextgraph.sync import run_sync
+
         chosen = [self.add_source(p, name=name).name for p in paths]
         return run_sync(
             self.engine,

@@ -223,6 +223,9 @@ def recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
         token = meta.claim_stale(conn, meta.COMMUNITIES)
     with db.read(engine, retry_seconds=retry) as conn:
         snap = _read(conn)
+    threshold = settings.community_leiden_min_edges
+    if algorithm == "louvain" and 0 < threshold <= len(snap.pairs):
+        algorithm = "leiden"  # recorded as such in the run
 
     membership, modularity = partition(
         len(snap.ids),

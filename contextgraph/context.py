@@ -18,12 +18,11 @@ from sqlalchemy import Connection, Select, bindparam, func, select
 from contextgraph.decay import reference_sql
 from contextgraph.errors import InvalidArgument
 from contextgraph.limits import CONTEXT_DEPTH, CONTEXT_MAX_ENTITIES
+from contextgraph.links import normalize
 from contextgraph.models import ConceptRelation, Entity, File, Mention, Source, table_of
 from contextgraph.neighbourhood import Neighbourhoods, cooccurrences, weighted_score
-from contextgraph.preview import content_preview
 from contextgraph.settings import Settings
 from contextgraph.uris import file_uri_sql
-from contextgraph.wikilinks import find_links, normalize
 
 T_ENTITIES = table_of(Entity)
 T_CREL = table_of(ConceptRelation)
@@ -118,6 +117,8 @@ class Context:
 def concept_key(name: str) -> str:
     """Normalise a concept as typed: ``Machine Learning`` and ``[[Machine Learning|ML]]`` agree."""
     if _WRAPPED.match(name):
+        from contextgraph.wikilinks import find_links  # the markdown parser: only when needed
+
         links = find_links(name.strip())
         if links:
             return links[0].concept
@@ -255,6 +256,8 @@ def _previews(
     files: dict[int, list[tuple[str, int]]],
     settings: Settings,
 ) -> dict[int, dict[str, str]]:
+    from contextgraph.preview import content_preview  # loads the markdown parser
+
     ids = sorted({fid for entries in files.values() for _, fid in entries})
     texts = dict(
         conn.execute(select(T_FILES.c.id, T_FILES.c.text).where(T_FILES.c.id.in_(ids))).all()
@@ -333,17 +336,10 @@ def community_siblings(
     adjacent = nb.adjacency(qid)
     # Only members of the query's community that are not its neighbours can be siblings.
     members = nb.members(community_id) - adjacent.keys() - {qid}
-    shared: dict[int, int] = {}
-    overlap: dict[int, int] = {}
-    for n, w_qn in adjacent.items():
-        around = nb.adjacency(n)
-        if len(members) < len(around):
-            common = [c for c in members if c in around]
-        else:
-            common = [c for c in around if c in members]
-        for c in common:
-            shared[c] = shared.get(c, 0) + 1
-            overlap[c] = overlap.get(c, 0) + min(w_qn, around[c])
+    if nb.can_prune_siblings():
+        shared, overlap = _siblings_from_candidates(nb, adjacent, members, settings)
+    else:
+        shared, overlap = _siblings_from_neighbours(nb, adjacent, members)
     candidates = [c for c, k in shared.items() if k >= settings.community_min_shared]
     info = nb.names(candidates)
     totals = nb.strengths(candidates)
@@ -356,3 +352,53 @@ def community_siblings(
             found.append(CommunitySibling(name, community_id, shared[c], ratio))
     found.sort(key=lambda s: (-s.normalized_overlap, -s.shared_neighbor_count, s.name))
     return tuple(found[: settings.community_max_siblings])
+
+
+def _siblings_from_neighbours(
+    nb: Neighbourhoods, adjacent: dict[int, int], members: set[int] | frozenset[int]
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Shared-neighbour counts and overlaps, walking the query's neighbours' neighbours."""
+    shared: dict[int, int] = {}
+    overlap: dict[int, int] = {}
+    for n, w_qn in adjacent.items():
+        around = nb.adjacency(n)
+        if len(members) < len(around):
+            common = [c for c in members if c in around]
+        else:
+            common = [c for c in around if c in members]
+        for c in common:
+            shared[c] = shared.get(c, 0) + 1
+            overlap[c] = overlap.get(c, 0) + min(w_qn, around[c])
+    return shared, overlap
+
+
+def _siblings_from_candidates(
+    nb: Neighbourhoods,
+    adjacent: dict[int, int],
+    members: set[int] | frozenset[int],
+    settings: Settings,
+) -> tuple[dict[int, int], dict[int, int]]:
+    """The same counts, walking only the members that can reach ``MIN_OVERLAP``.
+
+    ``overlap(c) ≤ Σ_n w(q,n) = strength(q)``, so ``normalizedOverlap ≤ strength(q) /
+    strength(c)``: a member whose strength exceeds ``strength(q) / MIN_OVERLAP`` (with a margin
+    far above rounding) can never be kept, and its neighbours need not be read. Hubs, the
+    expensive lists, are exactly the members this drops.
+    """
+    bound = settings.community_min_overlap
+    ordered = sorted(members)
+    if bound > 0:
+        limit = sum(adjacent.values()) * (1 + 1e-9)
+        strength = nb.strengths(ordered)
+        ordered = [c for c in ordered if strength[c] * bound <= limit]
+    shared: dict[int, int] = {}
+    overlap: dict[int, int] = {}
+    for c, around in nb.adjacencies(ordered).items():
+        if len(adjacent) < len(around):
+            common = [(adjacent[n], around[n]) for n in adjacent if n in around]
+        else:
+            common = [(adjacent[n], w) for n, w in around.items() if n in adjacent]
+        if common:
+            shared[c] = len(common)
+            overlap[c] = sum(min(a, b) for a, b in common)
+    return shared, overlap

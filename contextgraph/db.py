@@ -40,7 +40,7 @@ from contextgraph.errors import CorruptDatabase, DatabaseError, ReadOnlyDatabase
 log = logging.getLogger(__name__)
 
 # The newest Alembic revision; tests/test_migrations.py checks it matches migrations/versions.
-SCHEMA_HEAD = "0003_search"
+SCHEMA_HEAD = "0004_relation_weights"
 
 _engines: weakref.WeakSet[Engine] = weakref.WeakSet()
 

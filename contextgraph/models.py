@@ -189,6 +189,42 @@ class Meta(Base):
     value: Mapped[str] = mapped_column(Str)
 
 
+class RelationWeight(Base):
+    """Precomputed: one concept's neighbours in BuildContext's rank order, with their weight sums.
+
+    Derived from ``mentions`` and the decay weights at one instant (:mod:`contextgraph.weights`);
+    valid only for the graph version and settings recorded in ``meta`` and, per concept, within
+    its ``relation_weight_windows`` row. Readers that find it stale compute on the fly.
+    """
+
+    __tablename__ = "relation_weights"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+    concept_id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    rank: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    other_id: Mapped[int] = mapped_column(Integer)
+    count: Mapped[int] = mapped_column(Integer)
+    total: Mapped[float] = mapped_column(Float)
+    name: Mapped[str] = mapped_column(String)
+    community_id: Mapped[int | None] = mapped_column(Integer)
+
+
+class RelationWeightWindow(Base):
+    """The instants between which no note of the concept changes its decay weight."""
+
+    __tablename__ = "relation_weight_windows"
+    concept_id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    valid_from: Mapped[float] = mapped_column(Float)
+    valid_until: Mapped[float] = mapped_column(Float)
+
+
+class ConceptStrength(Base):
+    """Precomputed with the relation weights: a concept's weighted degree (sum of its counts)."""
+
+    __tablename__ = "concept_strengths"
+    concept_id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    strength: Mapped[int] = mapped_column(Integer)
+
+
 def table_of(model: type[Base]) -> Table:
     """The Core ``Table`` of a model, typed as such (``__table__`` is typed as a FromClause)."""
     table = model.__table__

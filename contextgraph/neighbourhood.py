@@ -94,6 +94,18 @@ class Neighbourhoods:
                 state = _State(key=key)
                 self._states[url] = state
         self.state = state
+        self.version = key[0]
+        self._precomputed: bool | None = None  # whether contextgraph.weights may be read
+
+    def _weights_valid(self) -> bool:
+        if self._precomputed is None:
+            from contextgraph import weights
+
+            stored = weights.stored_state(self.conn)
+            self._precomputed = stored is not None and stored == weights.state_for(
+                self.version, self.settings
+            )
+        return self._precomputed
 
     def names(self, ids: Iterable[int]) -> dict[int, tuple[str, int | None]]:
         """id -> (name, community id) for concept ids."""
@@ -111,11 +123,37 @@ class Neighbourhoods:
         self.state.edges += len(out)
         return out
 
+    def adjacencies(self, ids: Iterable[int]) -> dict[int, dict[int, int]]:
+        """:meth:`adjacency` of many concepts, the missing ones read in batches."""
+        cache = self.state.adjacency
+        missing = [i for i in ids if i not in cache]
+        for start in range(0, len(missing), 500):
+            chunk = missing[start : start + 500]
+            found: dict[int, dict[int, int]] = {c: {} for c in chunk}
+            cr = T_CREL
+            for mine, other in ((cr.c.a_id, cr.c.b_id), (cr.c.b_id, cr.c.a_id)):
+                rows = self.conn.execute(select(mine, other, cr.c.count).where(mine.in_(chunk)))
+                for c, n, w in rows:
+                    found[int(c)][int(n)] = int(w)
+            for c, around in found.items():
+                cache[c] = around
+                self.state.edges += len(around)
+        return {i: cache[i] for i in ids}
+
+    def can_prune_siblings(self) -> bool:
+        """Whether precomputed strengths are there to bound the sibling candidates."""
+        return self._weights_valid()
+
     def strengths(self, ids: list[int]) -> dict[int, int]:
         """Sum of co-occurrence counts per concept (its weighted degree), summed in SQL."""
         cr = T_CREL
         known = self.state.strengths
         missing = [i for i in ids if i not in known]
+        if missing and self._weights_valid():
+            from contextgraph import weights
+
+            known.update(weights.strengths(self.conn, missing))
+            missing = []
         for chunk in chunked(missing):
             totals = dict.fromkeys(chunk, 0)
             for side in (cr.c.a_id, cr.c.b_id):
@@ -145,6 +183,12 @@ class Neighbourhoods:
         cached = self.state.scored.get(cid)
         if cached is not None and cached.computed_at <= self.now < cached.valid_until:
             return cached
+        if self._weights_valid():
+            from contextgraph import weights
+
+            found = weights.load(self.conn, cid, self.now)
+            if found is not None:
+                return self._remember(cid, *found)
         joined, m1, m2, f = cooccurrences()
         reference = reference_sql(f)
         age = age_sql(reference, self.now)
@@ -174,6 +218,20 @@ class Neighbourhoods:
         names = self.names(edges)
         ranked = sorted(edges, key=lambda n: (-weighted_score(edges[n]), -edges[n][0], names[n][0]))
         result = Scored(edges, ranked, self.now, valid_until)
+        self.state.scored[cid] = result
+        self.state.edges += len(edges)
+        return result
+
+    def _remember(
+        self, cid: int, rows: list[tuple[int, int, float, str, int | None]], valid_until: float
+    ) -> Scored:
+        """Cache a precomputed list (already in rank order, names and communities included)."""
+        known = self.state.names
+        edges: dict[int, tuple[int, float]] = {}
+        for n, co, total, name, community in rows:
+            edges[n] = (co, total)
+            known[n] = (name, community)
+        result = Scored(edges, list(edges), self.now, valid_until)
         self.state.scored[cid] = result
         self.state.edges += len(edges)
         return result

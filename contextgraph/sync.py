@@ -319,6 +319,9 @@ def _finish(
         report.graph_changed = True
         _recompute_communities(engine, settings, report)
     report.phases["communities"] = time.perf_counter() - t
+    t = time.perf_counter()
+    _refresh_weights(engine, settings)
+    report.phases["weights"] = time.perf_counter() - t
     _count(engine, report)
 
 
@@ -330,6 +333,16 @@ def _recompute_communities(engine: Engine, settings: Settings, report: SyncRepor
     run = communities.recompute(engine, settings)
     report.communities = run.community_count
     report.modularity = run.modularity
+
+
+def _refresh_weights(engine: Engine, settings: Settings) -> None:
+    """Precompute BuildContext's weight sums when the graph (or a decay setting) changed."""
+    if settings.weights_min_notes <= 0:
+        return  # off: lists left from before stay exact (they carry their graph version)
+    from contextgraph import weights
+
+    if not weights.is_current(engine, settings):
+        weights.refresh(engine, settings)
 
 
 def _database_files(db_path: Path | None) -> list[Path]:

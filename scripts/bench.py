@@ -82,6 +82,26 @@ def run_cli(db: Path | str, *args: str) -> tuple[float, dict[str, Any], int]:
     return wall, json.loads(out.stdout), rss
 
 
+def cli_wall(db: Path, args: list[str], runs: int) -> dict[str, Any]:
+    """Median wall time of ``contextgraph ARGS --json`` in fresh processes (start-up included)."""
+    env = dict(os.environ, CONTEXTGRAPH_DB=str(db))
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "contextgraph", *args, "--json"],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        times.append(time.perf_counter() - t)
+    return {
+        "median_s": round(statistics.median(times), 3),
+        "min_s": round(min(times), 3),
+        "max_s": round(max(times), 3),
+    }
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
@@ -108,10 +128,13 @@ def sample_concepts(graph: Any, count: int) -> list[str]:
     return [rows[min(len(rows) - 1, int(i * step))][0] for i in range(min(count, len(rows)))]
 
 
-def time_queries(fn: Any, items: list[Any]) -> dict[str, float]:
+def time_queries(fn: Any, items: list[Any], before: Any = None) -> dict[str, float]:
+    """Latency percentiles of ``fn(item)``; ``before()`` (untimed) runs ahead of each call."""
     fn(items[0])  # warm the page cache and statement caches
     times = []
     for item in items:
+        if before is not None:
+            before()
         t = time.perf_counter()
         fn(item)
         times.append((time.perf_counter() - t) * 1000)
@@ -182,6 +205,15 @@ def main() -> None:
     parser.add_argument("--notes", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3, help="runs per sync timing (median)")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--cli-runs", type=int, default=7, help="fresh processes per CLI wall timing (median)"
+    )
+    parser.add_argument(
+        "--vault",
+        type=Path,
+        default=None,
+        help="sync this folder (or several, comma-separated) instead of a generated vault",
+    )
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the vault and database")
     parser.add_argument("--db", default=None, help="a PostgreSQL URL to bench (emptied first)")
@@ -192,12 +224,16 @@ def main() -> None:
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="cg-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    vault = work / "vault"
-    if vault.exists():
-        shutil.rmtree(vault)
-    t = time.perf_counter()
-    generate_vault(vault, args.notes)
-    result: dict[str, Any] = {"notes": args.notes, "generate_s": round(time.perf_counter() - t, 2)}
+    if args.vault is not None:
+        vault = args.vault
+        result: dict[str, Any] = {"vault": str(vault), "notes": len(list(vault.rglob("*.md")))}
+    else:
+        vault = work / "vault"
+        if vault.exists():
+            shutil.rmtree(vault)
+        t = time.perf_counter()
+        generate_vault(vault, args.notes)
+        result = {"notes": args.notes, "generate_s": round(time.perf_counter() - t, 2)}
     result["engine"] = "postgresql" if args.db else "sqlite"
 
     cold, noop, one = [], [], []
@@ -215,6 +251,8 @@ def main() -> None:
         cold.append(wall)
         wall, _, _ = run_cli(db_file, "sync")
         noop.append(wall)
+        if args.vault is not None:
+            continue  # never edit a folder we did not generate
         target = vault / next(iter(sorted(p.relative_to(vault) for p in vault.rglob("*.md"))))
         with target.open("a", encoding="utf-8") as handle:
             handle.write(f"\nEdited in run {run}: see [[Bench Edit {run}]].\n")
@@ -226,7 +264,7 @@ def main() -> None:
             "cold_sync_s": round(statistics.median(cold), 3),
             "cold_sync_runs_s": [round(x, 3) for x in cold],
             "nochange_resync_s": round(statistics.median(noop), 3),
-            "one_file_resync_s": round(statistics.median(one), 3),
+            "one_file_resync_s": round(statistics.median(one), 3) if one else None,
             "sync_peak_rss_mb": round(rss / 1024, 1),
             "concepts": report.get("concepts"),
             "relations": report.get("relations"),
@@ -237,10 +275,16 @@ def main() -> None:
     )
 
     from contextgraph import ContextGraph
+    from contextgraph.neighbourhood import Neighbourhoods
 
     with ContextGraph.open(db_file) as graph:
         result["db_bytes"] = graph.stats().database_bytes
         names = sample_concepts(graph, args.queries)
+        # What a CLI run always is: the first BuildContext of a concept, nothing cached (the
+        # process's neighbourhood cache is emptied before every call, untimed).
+        result["build_context_depth2_first_call"] = time_queries(
+            lambda c: graph.build_context(c, depth=2), names, before=Neighbourhoods._states.clear
+        )
         # First pass: every concept's neighbourhood is read from SQLite for the first time.
         # Second pass: the same questions again, answered with the process's neighbourhood
         # cache (as a long-running MCP server or library user would).
@@ -283,6 +327,23 @@ def main() -> None:
         )
         uris = [h.uri for q in selective[:60] for h in graph.search(q, limit=5).hits][:200]
         result["read"] = time_queries(lambda u: graph.read(u), uris)
+        hub = names[0] if names else "x"
+        middle = names[len(names) // 2] if names else "x"
+    # CLI wall time per command, process start included (what a user feels).
+    runs = args.cli_runs
+    result["cli_wall"] = {
+        "context_hub": cli_wall(db_file, ["context", hub], runs),
+        "context_median_degree": cli_wall(db_file, ["context", middle], runs),
+        "search_common_word": cli_wall(db_file, ["search", "graph"], runs),
+        "stats": cli_wall(db_file, ["stats"], runs),
+        "sync_nochange": cli_wall(db_file, ["sync"], runs),
+    }
+    floor = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import sqlite3"], check=True)
+        floor.append(time.perf_counter() - t)
+    result["cli_wall"]["python_sqlite3_floor_s"] = round(statistics.median(floor), 3)
     if args.edges:
         result["communities_synthetic"] = bench_communities(work, args.edges)
     result["bench_peak_rss_mb"] = round(

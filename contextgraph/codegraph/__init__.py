@@ -13,9 +13,8 @@ extracted, parse-failure rules), :mod:`.resolve` and :mod:`.tsconfig` (module re
 from __future__ import annotations
 
 import posixpath
+from typing import TYPE_CHECKING, Any
 
-from contextgraph.codegraph.build import build_graph
-from contextgraph.codegraph.javascript import parse_javascript
 from contextgraph.codegraph.model import (
     CODE_EXTENSIONS,
     CONFIG_FILENAMES,
@@ -29,7 +28,19 @@ from contextgraph.codegraph.model import (
     ImportFact,
     SymbolFact,
 )
-from contextgraph.codegraph.python import parse_python
+
+if TYPE_CHECKING:
+    from contextgraph.codegraph.build import build_graph
+
+
+def __getattr__(name: str) -> Any:
+    # The builder and the parsers (tree-sitter's grammars) load on first use, so that
+    # importing CODE_EXTENSIONS (every scan does) costs nothing.
+    if name == "build_graph":
+        from contextgraph.codegraph.build import build_graph
+
+        return build_graph
+    raise AttributeError(f"module 'contextgraph.codegraph' has no attribute {name!r}")
 
 
 def parse_code(path: str, text: str) -> FileFacts:
@@ -38,8 +49,12 @@ def parse_code(path: str, text: str) -> FileFacts:
     or the extension is not in :data:`CODE_EXTENSIONS`."""
     ext = posixpath.splitext(path)[1].lower()
     if ext == ".py":
+        from contextgraph.codegraph.python import parse_python
+
         return parse_python(path, text)
     if ext in CODE_EXTENSIONS:
+        from contextgraph.codegraph.javascript import parse_javascript
+
         return parse_javascript(path, text, ext)
     raise CodeParseError(f"not a code file extension: {ext or path!r}")
 
