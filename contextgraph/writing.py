@@ -181,11 +181,7 @@ def edit_note(
     info = _source(engine, row.source)
     database = db.database_path(engine)
     with _locked(engine):
-        target = confine(info.root, row.path, database)
-        current = _current_bytes(target, row.path)
-        if current is None:
-            raise NotFound(f"{row.path} is gone from disk; run `contextgraph sync`")
-        _check_expected(current, expected_hash, row.path)
+        target, current = _stored_note(info, row.path, database, expected_hash)
         try:
             text = current.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -222,11 +218,7 @@ def move_note(
     rel = _note_path(new_path)
     database = db.database_path(engine)
     with _locked(engine):
-        old_target = confine(info.root, row.path, database)
-        current = _current_bytes(old_target, row.path)
-        if current is None:
-            raise NotFound(f"{row.path} is gone from disk; run `contextgraph sync`")
-        _check_expected(current, expected_hash, row.path)
+        _, current = _stored_note(info, row.path, database, expected_hash)
         if rel == row.path:
             return _result(engine, info, rel, "unchanged", content_hash(current), SyncReport())
         target = _confined_target(info, rel, database)
@@ -261,11 +253,7 @@ def delete_note(
     info = _source(engine, row.source)
     database = db.database_path(engine)
     with _locked(engine):
-        target = confine(info.root, row.path, database)
-        current = _current_bytes(target, row.path)
-        if current is None:
-            raise NotFound(f"{row.path} is gone from disk; run `contextgraph sync`")
-        _check_expected(current, expected_hash, row.path)
+        _, current = _stored_note(info, row.path, database, expected_hash)
         concepts = _concepts(engine, row.source, row.path)
         lexical = os.path.join(os.path.realpath(info.root), row.path)
         os.unlink(lexical)
@@ -372,6 +360,18 @@ def _encode(content: str, settings: Settings) -> bytes:
     if len(data) > settings.max_file_bytes:
         raise InvalidArgument(f"content is over {settings.max_file_bytes} bytes")
     return data
+
+
+def _stored_note(
+    info: SourceInfo, rel: str, database: Path | None, expected_hash: str | None
+) -> tuple[str, bytes]:
+    """The confined path and bytes of a stored note that must still be on disk, as last read."""
+    target = confine(info.root, rel, database)
+    current = _current_bytes(target, rel)
+    if current is None:
+        raise NotFound(f"{rel} is gone from disk; run `contextgraph sync`")
+    _check_expected(current, expected_hash, rel)
+    return target, current
 
 
 def _current_bytes(target: str, rel: str) -> bytes | None:
