@@ -30,7 +30,7 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline, backtick, html_inline, image
 from markdown_it.token import Token
 
-from contextgraph.links import LINK_RE, Link, make_link, scan
+from contextgraph.links import LINK_RE, Link, fast_path_ok, make_link, scan
 
 _CODE = "contextgraph_code"  # env key: code span ranges, in the inline content's offsets
 _COMMENTS = "contextgraph_comments"  # env key: HTML comment ranges
@@ -83,6 +83,7 @@ _MD.inline.ruler.at("html_inline", _noting(html_inline, _COMMENTS, "html_inline"
 _MD.inline.ruler.at("image", _image)
 
 _LEAVES = frozenset({"fence", "code_block", "html_block", "hr"})
+_OPEN_ENDED = frozenset({"fence", "html_block"})  # the top-level blocks a blank line may not end
 
 
 def _blank(content: str, regions: list[tuple[int, int]]) -> str:
@@ -138,6 +139,12 @@ def links_in_inline(
 
 
 _BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
+# Where a part starts (see _parts): an unindented line after a blank line, or an unindented
+# bullet list item with content.
+_RESTART_RE = re.compile(r"\n[ \t]*\n(?=[^ \t\n])|\n(?=[-+*][ \t]+[^ \t\n])")
+# What a part must hold to leave a fenced code block or an HTML block open at its end (a fence
+# marker, a line starting with `<`), or to define a link reference (`]:`).
+_CARRIES_RE = re.compile(r"```|~~~|\]:|^[ \t>*+.)0-9-]*<", re.MULTILINE)
 
 
 class _Source:
@@ -170,12 +177,85 @@ class _Source:
                 pos += 1
 
 
+def _part_starts(src: str) -> list[tuple[int, int]]:
+    """(line, offset) where each part of ``src`` starts, then (-1, ``len(src)``).
+
+    A part starts at an unindented line after a blank line, or at an unindented bullet list
+    item with content (``- x``, which ends every paragraph, block quote, list item, indented
+    code block and link reference definition before it). There every block before it has
+    ended, but for a list that goes on with this item (an item parsed as if it started a new
+    list: the same), a fenced code block and an HTML block; :func:`_parse` checks those.
+    """
+    starts = [(0, 0)]
+    line = pos = 0
+    for m in _RESTART_RE.finditer(src):
+        line += src.count("\n", pos, m.end())
+        pos = m.end()
+        starts.append((line, pos))
+    starts.append((-1, len(src)))
+    return starts
+
+
+def _open_block(tokens: list[Token], lines: int) -> tuple[int, int] | None:
+    """(index, first line) of a top-level fence or HTML block that reaches line ``lines``."""
+    for i, tok in enumerate(tokens):
+        if tok.level == 0 and tok.type in _OPEN_ENDED and tok.map and tok.map[1] >= lines:
+            return i, tok.map[0]
+    return None
+
+
+def _parse(src: str, env: dict[str, Any]) -> list[tuple[int, list[Token]]]:
+    """markdown-it's block tokens for ``src``, as (line offset, tokens) per piece parsed.
+
+    The parts (:func:`_part_starts`) are parsed one by one: as each starts where nothing is
+    open, markdown-it's parse of the whole ``src`` gives the same tokens, but for where a list
+    that goes on at a part's start is closed. A part is not parsed when the regex fast path
+    is exact for it (:func:`~contextgraph.links.fast_path_ok`) and it defines no link
+    reference: its lines are then scanned as written. A part that holds no ``[[`` is not
+    parsed when it cannot leave anything open (no fence marker, no line starting with ``<``,
+    no ``]:``). When a parse leaves a top-level fence or HTML block open at its end, the
+    tokens before that block stand, and the parse starts again at the block's first line
+    (where nothing else is open), taking in 2, 4, 8, ... more parts until the block ends.
+    """
+    out: list[tuple[int, list[Token]]] = []
+    starts = _part_starts(src)
+    parts = len(starts) - 1
+    i = 0
+    while i < parts:
+        line, a = starts[i]
+        b = starts[i + 1][1]
+        chunk = src[a:b]
+        i += 1
+        if "[[" in chunk:
+            if "]:" not in chunk and fast_path_ok(chunk, 0):
+                continue
+        elif not _CARRIES_RE.search(chunk):
+            continue
+        grow = 1
+        while True:
+            tokens: list[Token] = []
+            _MD.block.parse(src[a:b], _MD, env, tokens)
+            still_open = _open_block(tokens, src.count("\n", a, b)) if i < parts else None
+            if still_open is None:
+                break
+            k, first = still_open
+            out.append((line, tokens[:k]))
+            for _ in range(first):  # to the open block's first line
+                a = src.index("\n", a) + 1
+            line += first
+            grow *= 2
+            i = min(parts, i + grow)
+            b = starts[i][1]
+        out.append((line, tokens))
+    return out
+
+
 def find_links_markdown(text: str, start: int, *, code_in_links: bool = True) -> list[Link]:
     """Find the links of ``text[start:]`` (the body) by markdown-it's reading of it."""
     source = _Source(text, start)
     lines, starts = source.lines, source.starts
     env: dict[str, Any] = {}
-    tokens: list[Token] = _MD.parse(source.src, env)
+    parsed = _parse(source.src, env)  # every reference definition is known before inline parses
     covered = bytearray(len(lines))
     links: list[Link] = []
 
@@ -183,44 +263,45 @@ def find_links_markdown(text: str, start: int, *, code_in_links: bool = True) ->
         offset = starts[line] + col
         links.append(make_link(text, offset, offset + (e - s), embed))
 
-    for i, tok in enumerate(tokens):
-        if tok.map is None:
-            continue
-        a, b = tok.map
-        if tok.type in _LEAVES:
+    for base, tokens in parsed:
+        for i, tok in enumerate(tokens):
+            if tok.map is None:
+                continue
+            a, b = tok.map[0] + base, tok.map[1] + base
+            if tok.type in _LEAVES:
+                covered[a:b] = b"\x01" * (b - a)
+                continue
+            if tok.type not in ("paragraph_open", "heading_open"):
+                continue
             covered[a:b] = b"\x01" * (b - a)
-            continue
-        if tok.type not in ("paragraph_open", "heading_open"):
-            continue
-        covered[a:b] = b"\x01" * (b - a)
-        inline = tokens[i + 1]
-        content = inline.content
-        if "[[" not in content:
-            continue
-        found = links_in_inline(content, env, code_in_links=code_in_links)
-        if tok.type == "heading_open" and tok.markup not in ("=", "-"):  # ATX: one line
-            line_text = lines[a]
-            hashes = line_text.index("#")
-            while hashes < len(line_text) and line_text[hashes] == "#":
-                hashes += 1
-            col = line_text.find(content, hashes)
+            inline = tokens[i + 1]
+            content = inline.content
+            if "[[" not in content:
+                continue
+            found = links_in_inline(content, env, code_in_links=code_in_links)
+            if tok.type == "heading_open" and tok.markup not in ("=", "-"):  # ATX: one line
+                line_text = lines[a]
+                hashes = line_text.index("#")
+                while hashes < len(line_text) and line_text[hashes] == "#":
+                    hashes += 1
+                col = line_text.find(content, hashes)
+                for s, e, embed in found:
+                    add(a, col + s, s, e, embed)
+                continue
+            # A paragraph or setext heading: content line k is a suffix of source line
+            # first + k (after container markers and indentation), stripped at both ends.
+            first = (inline.map or tok.map)[0] + base
+            pieces = content.split("\n")
+            piece_starts = [0]
+            for piece in pieces[:-1]:
+                piece_starts.append(piece_starts[-1] + len(piece) + 1)
+            k = 0
             for s, e, embed in found:
-                add(a, col + s, s, e, embed)
-            continue
-        # A paragraph or setext heading: content line k is a suffix of source line a + k
-        # (after container markers and indentation), stripped at both ends of the content.
-        first = (inline.map or tok.map)[0]
-        pieces = content.split("\n")
-        piece_starts = [0]
-        for piece in pieces[:-1]:
-            piece_starts.append(piece_starts[-1] + len(piece) + 1)
-        k = 0
-        for s, e, embed in found:
-            while k + 1 < len(pieces) and piece_starts[k + 1] <= s:
-                k += 1
-            piece, line = pieces[k], first + k
-            shift = len(lines[line].rstrip()) - len(piece.rstrip())
-            add(line, shift + s - piece_starts[k], s, e, embed)
+                while k + 1 < len(pieces) and piece_starts[k + 1] <= s:
+                    k += 1
+                piece, line = pieces[k], first + k
+                shift = len(lines[line].rstrip()) - len(piece.rstrip())
+                add(line, shift + s - piece_starts[k], s, e, embed)
     for line, covers in enumerate(covered):
         if not covers and "[[" in lines[line]:
             scan(lines[line], starts[line], text, links)

@@ -3,7 +3,9 @@
 Every ``*.md`` file under the given folders (default: ``../shared/corpora``), plus a bench
 vault of ``--bench-notes`` notes made by ``bench.generate_vault``, is extracted by the
 ``contextgraph`` package of revision ``--base`` (``git archive``) and by the one in this working
-tree, each in a child process of its own. Compared per note: every link of ``find_links``
+tree, each in a child process of its own; so are ``--adversarial`` notes strung together at random
+from the pieces that decide what is code, HTML, a container or a link (those of the property
+tests in ``tests/test_wikilinks.py`` and more), with mixed line endings. Compared per note: every link of ``find_links``
 (start, end, target, concept, embed and the linked text itself), the ``NoteFacts`` of
 ``extract_note`` (concepts with counts in order, title, created, dropped, warnings, body start)
 and ``parse_frontmatter``. CPU seconds of one cold ``extract_note`` pass over every note are
@@ -12,7 +14,8 @@ taken in interleaved runs (old, new, old, new, ...) and reported as medians. Pri
 ``{"base", "runs", "sets": [{"name", "notes", "differ", "examples", "old_cpu_s", "new_cpu_s",
 "old_runs", "new_runs"}]}``
 
-    python scripts/extract_agreement.py [--base REV] [--runs N] [--bench-notes N] [FOLDER ...]
+    python scripts/extract_agreement.py [--base REV] [--runs N] [--bench-notes N]
+        [--adversarial N] [FOLDER ...]
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import importlib
 import json
 import os
 import pickle
+import random
 import statistics
 import subprocess
 import sys
@@ -45,6 +49,31 @@ def _module(*names: str) -> Any:
             if exc.name is None or not name.startswith(exc.name):
                 raise
     raise ModuleNotFoundError(names[-1])
+
+
+PIECES = [
+    "```", "~~~", "``", "`", "\\`", "    ", "  ", " ", "\t", "> ", ">", "- ", "* ", "+ ",
+    "1. ", "2) ", "# ", "## ", "***", "---", "===", "<!-- ", " -->", "-->", "<div>", "</div>",
+    "<span>", "<x-y a='1'>", "<script>", "</script>", "<?php ", "?>", "<!X ", "<![CDATA[",
+    "]]>", "[[x]]", "[[a|b]]", "[[a\\|b]]", "![[y.png]]", "[[Foo Bar]]", "[[z#h]]", "[[]]",
+    "[[", "]]", "[", "]", "!", "|", "*", "_", "text", "word. ", "\n", "\n", "\n\n", "\n    ",
+    "\n> ", "\n- ", "\n```\n", "[x]: url", '[x]: x.md "X"', "[x]:\n  url", "[x]",
+    "<a\nhref='x'>", "<a title='`'>", "<http://x.y/`>", "<?p `?>", "(", ")", "&amp;", "\\[",
+    "\\]", "[y](", "](`a`)", "[x][y]", "[y]", "\n\n[y]: /u\n", "\n\t- ", "\n\t\t- ",
+    "\n- [[p]] ", "\n* * *\n", "\n<div>\n", "\n</div>\n", "\n<pre>\n", "\n</pre>\n",
+    "\n\n    ", "[[A|`b`]]", "[[`c`]]", "\n1. ", "\n-\n", "\n---\n", "\n===\n", "\0",
+]  # fmt: skip
+
+
+def adversarial_notes(root: Path, count: int, seed: int = 11) -> None:
+    """Write ``count`` notes of 20 to 400 random pieces each into ``root``."""
+    rng = random.Random(seed)
+    root.mkdir(parents=True)
+    for n in range(count):
+        prefix = rng.choice(["", "", "---\ntitle: t\n---\n", "\ufeff"])
+        body = "".join(rng.choices(PIECES, k=rng.randint(20, 400)))
+        newline = rng.choice(["\n", "\n", "\r\n", "\r"])
+        (root / f"a{n:05d}.md").write_bytes((prefix + body).replace("\n", newline).encode())
 
 
 def _record(wikilinks: Any, text: str) -> tuple[Any, ...]:
@@ -141,6 +170,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--base", default="HEAD", help="the older revision (default HEAD)")
     parser.add_argument("--runs", type=int, default=3, help="timed runs per side (median)")
     parser.add_argument("--bench-notes", type=int, default=10_000, help="0: no bench vault")
+    parser.add_argument("--adversarial", type=int, default=0, help="random notes to add")
     parser.add_argument("folders", nargs="*", type=Path)
     args = parser.parse_args(argv)
     folders = args.folders or ([CORPORA] if CORPORA.is_dir() else [])
@@ -155,6 +185,10 @@ def main(argv: list[str]) -> None:
             vault = work / "bench-vault"
             generate_vault(vault, args.bench_notes)
             sets.append((f"bench vault, {args.bench_notes} notes", sorted(vault.rglob("*.md"))))
+        if args.adversarial:
+            notes = work / "adversarial"
+            adversarial_notes(notes, args.adversarial)
+            sets.append((f"adversarial, {args.adversarial} notes", sorted(notes.glob("*.md"))))
         report = [
             compare(str(i), paths, old, work, args.runs) | {"name": name}
             for i, (name, paths) in enumerate(sets)

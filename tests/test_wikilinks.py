@@ -611,6 +611,52 @@ def test_inline_code_across_lines_and_fences_in_lists() -> None:
     assert concepts(text) == {"a": 1, "c": 1}
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("```\n\n- a\n\n[[x]]\n\n```\n[[y]]", {"y"}),  # a fence across parts
+        ("text\n\n```\n\n- [[x]]\n\nfoo\n\n[[y]]", set()),  # unclosed: to the end
+        ("<div>\n- [[x]]\n\n[[y]] `z`", {"y"}),  # an HTML block ends at a blank line only
+        ("<pre>\n\n- [[x]]\n\n</pre>\n[[y]] `a`", {"y"}),  # <pre> at its end tag only
+        ("- a\n\n    [[code]]\n- [[b]] `c`", {"code", "b"}),  # in the item: no code
+        ("text\n\n    [[code]]\n\n- [[b]] `c`", {"b"}),  # indented code
+        ("- a\n```\n- [[x]]\n```\n- [[y]] `q`", {"y"}),  # a top-level fence in a list
+        ("- a\n  ```\n- [[x]]\n  ```\n- [[y]] `q`", {"x", "y"}),  # the item's fence ends
+        # A definition in a part of its own still counts: with [y] defined, `[x][y]` is a link
+        # and `(`a[[d]]`)` a code span; without, `[y](`a[[d]]`)` is one and d links.
+        ("[x][y](`a[[d]]`) `b`\n\n[y]: /u\n\n- [[e]]", {"e"}),
+        ("[x][y](`a[[d]]`) `b`\n\n- [[e]]", {"d", "e"}),
+    ],
+)
+def test_a_note_is_parsed_in_parts_that_start_afresh(text: str, expected: set[str]) -> None:
+    implementations_agree(text)
+    assert set(concepts(text)) == expected
+
+
+LINE_STARTS = ["", "", "", "- ", "* ", "1. ", "  ", "    ", "\t", "\t- ", "> ", "# ", "```", "~~~",
+               "<div>", "<pre>", "</pre>", "<!-- ", "-->", "---", "[x]: url"]  # fmt: skip
+LINE_PIECES = ["[[a]]", "[[b|c]]", "![[d]]", "`", "``", "text ", "<span>", "<!-- ", "-->", "*"]
+
+notes_in_parts = st.lists(
+    st.builds(
+        lambda start, pieces, blank: start + "".join(pieces) + ("\n" if blank else ""),
+        st.sampled_from(LINE_STARTS),
+        st.lists(st.sampled_from(LINE_PIECES), max_size=4),
+        st.booleans(),
+    ),
+    max_size=30,
+).map("\n".join)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(notes_in_parts)
+def test_notes_of_many_parts_agree_with_the_full_markdown_it_reference(text: str) -> None:
+    """Long notes of lines, lists and blank lines: the parse in parts (markdown.py) meets a
+    fresh start at every part and must give what one parse of the whole note gives."""
+    implementations_agree(text)
+    assert implementation_links(text) == reference_links(text)
+
+
 def test_a_code_span_wholly_inside_a_link_is_part_of_it() -> None:
     """SPEC §2 (issue 10 item 8): Obsidian's help vault writes these in 66 files."""
     assert concepts("See [[Functions#hasTag|`hasTag`]].") == {"functions": 1}
