@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from contextgraph import ContextGraph, InvalidArgument, NotFound, db
+from contextgraph import ContextGraph, InvalidArgument, NotFound
 from contextgraph.cli import cli
 from contextgraph.limits import MAX_QUERY_CHARS, RETRIEVE_BUDGET_TOKENS, RETRIEVE_K
+from contextgraph.store import db
 
 LOGGER = '''"""The logger every module uses."""
 

@@ -1,0 +1,312 @@
+"""Find WikiLinks in a note with markdown-it-py deciding what is code and HTML (SPEC §2).
+
+markdown-it-py (``commonmark`` preset) parses the body. Nothing is scanned in fenced or indented
+code, HTML blocks or thematic breaks; paragraphs and headings are parsed inline, where
+markdown-it's own ``backticks`` and ``html_inline`` rules find the code spans and HTML comments
+(wrapped here only to note where they matched: parsing is unchanged); source lines outside any
+block, such as link reference definitions, are scanned as written.
+
+In a paragraph or heading the links are then read from its text with the code spans and HTML
+comments blanked out, so code binds tighter than a link, as in CommonMark: ``[[a`]] `b` `` is no
+link, and neither is ``[[x]]`` inside a code span. A code span lying wholly between a link's
+``[[`` and ``]]`` is part of the link, as Obsidian reads it (``[[Functions#hasTag|`hasTag`]]``
+links ``functions``). Why not an inline rule that emits WikiLink tokens (as basic-memory's
+``markdown/plugins.py`` does)? Such a rule runs at ``[[`` before markdown-it has seen a backtick
+later in the line, so a code span that starts inside a link and ends after it would lose, and
+it would take ``\\[[x]]`` and Logseq's ``[label]([[page]])`` differently from the regex fast path
+that serves most notes: the results must not depend on which path a note takes.
+
+Other inline HTML tags and link destinations are scanned as written; backslash escapes are not
+interpreted around the brackets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline, backtick, html_inline, image
+from markdown_it.token import Token
+
+from contextgraph.notes.links import LINK_RE, Link, fast_path_ok, make_link, scan
+
+_CODE = "contextgraph_code"  # env key: code span ranges, in the inline content's offsets
+_COMMENTS = "contextgraph_comments"  # env key: HTML comment ranges
+_BASES = "contextgraph_bases"  # env key: offset of the source a nested inline parse reads
+
+InlineRule = Callable[[StateInline, bool], bool]
+
+
+def _noting(rule: InlineRule, key: str, token_type: str, prefix: str = "") -> InlineRule:
+    """Wrap an inline rule so that each ``token_type`` token it pushes (whose source starts
+    with ``prefix``) appends its source range to ``env[key]``.
+
+    Only pushed tokens count: the backticks rule also consumes a run that nothing closes, as
+    plain text.
+    """
+
+    def wrapped(state: StateInline, silent: bool) -> bool:
+        start, pushed = state.pos, len(state.tokens)
+        if not rule(state, silent):
+            return False
+        if (
+            not silent
+            and len(state.tokens) > pushed
+            and state.tokens[-1].type == token_type
+            and state.src.startswith(prefix, start)
+        ):
+            base = state.env[_BASES][-1]
+            state.env[key].append((base + start, base + state.pos))
+        return True
+
+    return wrapped
+
+
+def _image(state: StateInline, silent: bool) -> bool:
+    # The image rule parses its label in a new inline state over ``src[label_start:...]``.
+    if silent:
+        return image(state, silent)
+    bases = state.env[_BASES]
+    bases.append(bases[-1] + state.pos + 2)  # after the `![`
+    try:
+        return image(state, silent)
+    finally:
+        bases.pop()
+
+
+_MD = MarkdownIt("commonmark")
+_MD.core.ruler.disable("inline")  # the inline parse runs per paragraph that holds a `[[`
+_MD.inline.ruler.at("backticks", _noting(backtick, _CODE, "code_inline"))
+_MD.inline.ruler.at("html_inline", _noting(html_inline, _COMMENTS, "html_inline", "<!--"))
+_MD.inline.ruler.at("image", _image)
+
+_LEAVES = frozenset({"fence", "code_block", "html_block", "hr"})
+_OPEN_ENDED = frozenset({"fence", "html_block"})  # the top-level blocks a blank line may not end
+
+
+def _blank(content: str, regions: list[tuple[int, int]]) -> str:
+    """``content`` with each region replaced by line breaks (which no link crosses)."""
+    if not regions:
+        return content
+    parts: list[str] = []
+    last = 0
+    for a, b in sorted(regions):
+        if a < last:
+            continue
+        parts.append(content[last:a])
+        parts.append("\n" * (b - a))
+        last = b
+    parts.append(content[last:])
+    return "".join(parts)
+
+
+def links_in_inline(
+    content: str, env: dict[str, Any], *, code_in_links: bool = True
+) -> list[tuple[int, int, bool]]:
+    """(start, end, embed) of every link in one paragraph's or heading's inline content.
+
+    ``code_in_links=False`` leaves out the links that hold a code span (SPEC §2's Obsidian rule),
+    giving what a plain CommonMark reading gives.
+    """
+    if "`" not in content and "<!--" not in content:  # nothing to blank out: skip the parse
+        found = [(m.start(), m.end()) for m in LINK_RE.finditer(content)]
+        return [
+            (s - 1, e, True) if s and content[s - 1] == "!" else (s, e, False) for s, e in found
+        ]
+    env[_CODE], env[_COMMENTS], env[_BASES] = [], [], [0]
+    _MD.inline.parse(content, _MD, env, [])
+    code, comments = env[_CODE], env[_COMMENTS]
+    masked = _blank(content, code + comments)
+    found = [(m.start(), m.end()) for m in LINK_RE.finditer(masked)]
+    if code_in_links and code:
+        for m in LINK_RE.finditer(content):
+            s, e = m.start(), m.end()
+            inside = [r for r in code if r[0] < e and r[1] > s]
+            if (
+                inside
+                and all(s + 2 <= a and b <= e - 2 for a, b in inside)
+                and not any(a < e and b > s for a, b in comments)
+            ):
+                found.append((s, e))
+        found.sort()
+    out = []
+    for s, e in found:
+        embed = s > 0 and masked[s - 1] == "!"
+        out.append((s - 1 if embed else s, e, embed))
+    return out
+
+
+_BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
+# Where a part starts (see _parts): an unindented line after a blank line, or an unindented
+# bullet list item with content.
+_RESTART_RE = re.compile(r"\n[ \t]*\n(?=[^ \t\n])|\n(?=[-+*][ \t]+[^ \t\n])")
+# What a part must hold to leave a fenced code block or an HTML block open at its end (a fence
+# marker, a line starting with `<`), or to define a link reference (`]:`).
+_CARRIES_RE = re.compile(r"```|~~~|\]:|^[ \t>*+.)0-9-]*<", re.MULTILINE)
+
+
+class _Source:
+    """The body as markdown-it sees it (LF line ends, NUL replaced) and where its lines start.
+
+    Lines after the first blank line that follows the last ``[[`` cannot change how any line
+    before them is classified (a block still open there runs to the end either way): they are
+    dropped, which spares most of the parse of a long note.
+    """
+
+    def __init__(self, text: str, start: int) -> None:
+        body = text[start:]
+        src = body.replace("\r\n", "\n").replace("\r", "\n") if "\r" in body else body
+        if "\0" in src:
+            src = src.replace("\0", "\ufffd")  # as markdown-it does; one character for one
+        last = src.rfind("[[")
+        blank = _BLANK_LINE_RE.search(src, last) if last >= 0 else None
+        if blank is not None:
+            src = src[: blank.end()]
+        self.src = src
+        self.lines = src.split("\n")
+        self.starts: list[int] = []  # offset in the original text of each line
+        pos = start
+        for line in self.lines:
+            self.starts.append(pos)
+            pos += len(line)
+            if text.startswith("\r\n", pos):
+                pos += 2
+            else:
+                pos += 1
+
+
+def _part_starts(src: str) -> list[tuple[int, int]]:
+    """(line, offset) where each part of ``src`` starts, then (-1, ``len(src)``).
+
+    A part starts at an unindented line after a blank line, or at an unindented bullet list
+    item with content (``- x``, which ends every paragraph, block quote, list item, indented
+    code block and link reference definition before it). There every block before it has
+    ended, but for a list that goes on with this item (an item parsed as if it started a new
+    list: the same), a fenced code block and an HTML block; :func:`_parse` checks those.
+    """
+    starts = [(0, 0)]
+    line = pos = 0
+    for m in _RESTART_RE.finditer(src):
+        line += src.count("\n", pos, m.end())
+        pos = m.end()
+        starts.append((line, pos))
+    starts.append((-1, len(src)))
+    return starts
+
+
+def _open_block(tokens: list[Token], lines: int) -> tuple[int, int] | None:
+    """(index, first line) of a top-level fence or HTML block that reaches line ``lines``."""
+    for i, tok in enumerate(tokens):
+        if tok.level == 0 and tok.type in _OPEN_ENDED and tok.map and tok.map[1] >= lines:
+            return i, tok.map[0]
+    return None
+
+
+def _parse(src: str, env: dict[str, Any]) -> list[tuple[int, list[Token]]]:
+    """markdown-it's block tokens for ``src``, as (line offset, tokens) per piece parsed.
+
+    The parts (:func:`_part_starts`) are parsed one by one: as each starts where nothing is
+    open, markdown-it's parse of the whole ``src`` gives the same tokens, but for where a list
+    that goes on at a part's start is closed. A part is not parsed when the regex fast path
+    is exact for it (:func:`~contextgraph.links.fast_path_ok`) and it defines no link
+    reference: its lines are then scanned as written. A part that holds no ``[[`` is not
+    parsed when it cannot leave anything open (no fence marker, no line starting with ``<``,
+    no ``]:``). When a parse leaves a top-level fence or HTML block open at its end, the
+    tokens before that block stand, and the parse starts again at the block's first line
+    (where nothing else is open), taking in 2, 4, 8, ... more parts until the block ends.
+    """
+    out: list[tuple[int, list[Token]]] = []
+    starts = _part_starts(src)
+    parts = len(starts) - 1
+    i = 0
+    while i < parts:
+        line, a = starts[i]
+        b = starts[i + 1][1]
+        chunk = src[a:b]
+        i += 1
+        if "[[" in chunk:
+            if "]:" not in chunk and fast_path_ok(chunk, 0):
+                continue
+        elif not _CARRIES_RE.search(chunk):
+            continue
+        grow = 1
+        while True:
+            tokens: list[Token] = []
+            _MD.block.parse(src[a:b], _MD, env, tokens)
+            still_open = _open_block(tokens, src.count("\n", a, b)) if i < parts else None
+            if still_open is None:
+                break
+            k, first = still_open
+            out.append((line, tokens[:k]))
+            for _ in range(first):  # to the open block's first line
+                a = src.index("\n", a) + 1
+            line += first
+            grow *= 2
+            i = min(parts, i + grow)
+            b = starts[i][1]
+        out.append((line, tokens))
+    return out
+
+
+def find_links_markdown(text: str, start: int, *, code_in_links: bool = True) -> list[Link]:
+    """Find the links of ``text[start:]`` (the body) by markdown-it's reading of it."""
+    source = _Source(text, start)
+    lines, starts = source.lines, source.starts
+    env: dict[str, Any] = {}
+    parsed = _parse(source.src, env)  # every reference definition is known before inline parses
+    covered = bytearray(len(lines))
+    links: list[Link] = []
+
+    def add(line: int, col: int, s: int, e: int, embed: bool) -> None:
+        offset = starts[line] + col
+        links.append(make_link(text, offset, offset + (e - s), embed))
+
+    for base, tokens in parsed:
+        for i, tok in enumerate(tokens):
+            if tok.map is None:
+                continue
+            a, b = tok.map[0] + base, tok.map[1] + base
+            if tok.type in _LEAVES:
+                covered[a:b] = b"\x01" * (b - a)
+                continue
+            if tok.type not in ("paragraph_open", "heading_open"):
+                continue
+            covered[a:b] = b"\x01" * (b - a)
+            inline = tokens[i + 1]
+            content = inline.content
+            if "[[" not in content:
+                continue
+            found = links_in_inline(content, env, code_in_links=code_in_links)
+            if tok.type == "heading_open" and tok.markup not in ("=", "-"):  # ATX: one line
+                line_text = lines[a]
+                hashes = line_text.index("#")
+                while hashes < len(line_text) and line_text[hashes] == "#":
+                    hashes += 1
+                col = line_text.find(content, hashes)
+                for s, e, embed in found:
+                    add(a, col + s, s, e, embed)
+                continue
+            # A paragraph or setext heading: content line k is a suffix of source line
+            # first + k (after container markers and indentation), stripped at both ends.
+            first = (inline.map or tok.map)[0] + base
+            pieces = content.split("\n")
+            piece_starts = [0]
+            for piece in pieces[:-1]:
+                piece_starts.append(piece_starts[-1] + len(piece) + 1)
+            k = 0
+            for s, e, embed in found:
+                while k + 1 < len(pieces) and piece_starts[k + 1] <= s:
+                    k += 1
+                piece, line = pieces[k], first + k
+                shift = len(lines[line].rstrip()) - len(piece.rstrip())
+                add(line, shift + s - piece_starts[k], s, e, embed)
+    for line, covers in enumerate(covered):
+        if not covers and "[[" in lines[line]:
+            scan(lines[line], starts[line], text, links)
+    links.sort(key=lambda link: link.start)
+    return links
+
+
+__all__ = ["find_links_markdown", "links_in_inline"]
