@@ -23,7 +23,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,11 +40,12 @@ from sqlalchemy import (
     select,
     table,
 )
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import RootTransaction, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from contextgraph.errors import CorruptDatabase, DatabaseError, ReadOnlyDatabase
+from contextgraph.store.backoff import with_backoff
 
 log = logging.getLogger(__name__)
 
@@ -284,18 +285,22 @@ def run_write(engine: Engine, fn: Any, *, retry_seconds: float = 120.0) -> Any:
     On SQLite this is exactly one :func:`write` (its writers never deadlock). ``fn`` must have
     no side effects outside the transaction, since it may run more than once.
     """
-    start = time.monotonic()
-    delay = 0.01
-    while True:
-        try:
-            with write(engine, retry_seconds=retry_seconds) as conn:
-                return fn(conn)
-        except (OperationalError, DBAPIError) as exc:
-            if not is_retryable(exc) or time.monotonic() - start > retry_seconds:
-                raise
-            log.info("retrying a write after %s", _sqlstate(exc))
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
+
+    def attempt() -> Any:
+        with write(engine, retry_seconds=retry_seconds) as conn:
+            return fn(conn)
+
+    def before_sleep(exc: BaseException) -> None:
+        log.info("retrying a write after %s", _sqlstate(exc))
+
+    return with_backoff(
+        attempt,
+        (OperationalError, DBAPIError),
+        is_retryable,
+        retry_seconds,
+        cap=0.5,
+        before_sleep=before_sleep,
+    )
 
 
 @contextmanager
@@ -348,17 +353,10 @@ def _is_locked(exc: BaseException) -> bool:
     return "database is locked" in message or "database is busy" in message
 
 
-def _retry_locked(fn: Any, *, deadline_seconds: float = 120.0) -> Any:
-    start = time.monotonic()
-    delay = 0.005
-    while True:
-        try:
-            return fn()
-        except (sqlite3.OperationalError, OperationalError) as exc:
-            if not _is_locked(exc) or time.monotonic() - start > deadline_seconds:
-                raise
-            time.sleep(delay)
-            delay = min(delay * 2, 0.25)
+def _retry_locked(fn: Callable[[], Any], *, deadline_seconds: float = 120.0) -> Any:
+    return with_backoff(
+        fn, (sqlite3.OperationalError, OperationalError), _is_locked, deadline_seconds, first=0.005
+    )
 
 
 def _where(engine: Engine) -> str:
@@ -430,31 +428,36 @@ def write(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connectio
         conn = engine.connect().execution_options(
             contextgraph_write=True, contextgraph_wait=retry_seconds
         )
+    locked_for = f"the database stayed locked by another writer for {retry_seconds:.0f} s"
+    waited = False
+
+    def begin() -> RootTransaction:
+        try:
+            return conn.begin()
+        except OperationalError as exc:
+            if _sqlstate(exc) == "55P03":  # PostgreSQL: lock_timeout while waiting
+                raise DatabaseError(locked_for) from exc
+            if not _is_locked(exc):
+                conn.rollback()
+                with _translated(engine):
+                    raise
+            raise
+
+    def before_sleep(_exc: BaseException) -> None:
+        nonlocal waited
+        waited = True
+        conn.rollback()
+
     try:
         start = time.monotonic()
-        waited = False
-        delay = 0.01
-        while True:
-            try:
-                tx = conn.begin()
-                break
-            except OperationalError as exc:
-                if _sqlstate(exc) == "55P03":  # PostgreSQL: lock_timeout while waiting
-                    raise DatabaseError(
-                        f"the database stayed locked by another writer for {retry_seconds:.0f} s"
-                    ) from exc
-                if not _is_locked(exc):
-                    conn.rollback()
-                    with _translated(engine):
-                        raise
-                if time.monotonic() - start > retry_seconds:
-                    raise DatabaseError(
-                        f"the database stayed locked by another writer for {retry_seconds:.0f} s"
-                    ) from exc
-                waited = True
-                conn.rollback()
-                time.sleep(delay)
-                delay = min(delay * 2, 0.25)
+        tx = with_backoff(
+            begin,
+            (OperationalError,),
+            _is_locked,
+            retry_seconds,
+            before_sleep=before_sleep,
+            gave_up=lambda _exc: DatabaseError(locked_for),
+        )
         if waited or time.monotonic() - start > 0.05:
             with _stats_lock:
                 lock_stats.record(time.monotonic() - start)
@@ -472,26 +475,30 @@ def read(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connection
     """Open a deferred read transaction: one consistent snapshot, never blocking writers."""
     with _translated(engine):
         conn = engine.connect()
-    try:
-        start = time.monotonic()
-        delay = 0.01
-        while True:
-            try:
-                tx = conn.begin()
-                # A read transaction only takes its snapshot at the first read; do it now so a
-                # transient busy (WAL recovery, checkpoint) is retried here, not mid-query.
+
+    def begin() -> RootTransaction:
+        try:
+            tx = conn.begin()
+            # A read transaction only takes its snapshot at the first read; do it now so a
+            # transient busy (WAL recovery, checkpoint) is retried here, not mid-query.
+            with _translated(engine):
+                conn.exec_driver_sql(_SNAPSHOT_PROBE[conn.dialect.name]).fetchall()
+        except OperationalError as exc:
+            conn.rollback()
+            if not _is_locked(exc):
                 with _translated(engine):
-                    conn.exec_driver_sql(_SNAPSHOT_PROBE[conn.dialect.name]).fetchall()
-                break
-            except OperationalError as exc:
-                conn.rollback()
-                if not _is_locked(exc):
-                    with _translated(engine):
-                        raise
-                if time.monotonic() - start > retry_seconds:
-                    raise DatabaseError("the database could not be read: it stayed busy") from exc
-                time.sleep(delay)
-                delay = min(delay * 2, 0.25)
+                    raise
+            raise
+        return tx
+
+    try:
+        tx = with_backoff(
+            begin,
+            (OperationalError,),
+            _is_locked,
+            retry_seconds,
+            gave_up=lambda _exc: DatabaseError("the database could not be read: it stayed busy"),
+        )
         with _translated(engine), tx:
             yield conn
     finally:
