@@ -42,14 +42,14 @@ def is_postgresql(bind: Connection | Engine | Dialect) -> bool:
 # -- inserts --------------------------------------------------------------------------------
 
 
-def _insert(table: Table, dialect: str) -> Any:
+def _insert(table: Table, dialect: str, values: Mapping[str, Any] | None) -> Any:
+    """``INSERT INTO table`` (with ``values``, if given) in ``dialect``'s own ``Insert``."""
     if dialect == POSTGRESQL:
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        return pg_insert(table)
-    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-    return sqlite_insert(table)
+        from sqlalchemy.dialects import postgresql as engine
+    else:
+        from sqlalchemy.dialects import sqlite as engine  # type: ignore[no-redef]
+    stmt = engine.insert(table)
+    return stmt if values is None else stmt.values(dict(values))
 
 
 def insert_ignore(
@@ -60,9 +60,7 @@ def insert_ignore(
     values: Mapping[str, Any] | None = None,
 ) -> Insert:
     """``INSERT … ON CONFLICT (index_elements) DO NOTHING`` for ``dialect``."""
-    stmt = _insert(table, dialect)
-    if values is not None:
-        stmt = stmt.values(dict(values))
+    stmt = _insert(table, dialect, values)
     result: Insert = stmt.on_conflict_do_nothing(index_elements=list(index_elements))
     return result
 
@@ -76,9 +74,7 @@ def upsert(
     values: Mapping[str, Any] | None = None,
 ) -> Insert:
     """``INSERT … ON CONFLICT (index_elements) DO UPDATE SET set_(excluded)`` for ``dialect``."""
-    stmt = _insert(table, dialect)
-    if values is not None:
-        stmt = stmt.values(dict(values))
+    stmt = _insert(table, dialect, values)
     result: Insert = stmt.on_conflict_do_update(
         index_elements=list(index_elements), set_=dict(set_(stmt.excluded))
     )
@@ -93,11 +89,13 @@ def upsert(
 class _Greatest(FunctionElement[Any]):
     inherit_cache = True
     name = "greatest"
+    sqlite_name = "max"
 
 
 class _Least(FunctionElement[Any]):
     inherit_cache = True
     name = "least"
+    sqlite_name = "min"
 
 
 class _Total(FunctionElement[float]):
@@ -107,23 +105,15 @@ class _Total(FunctionElement[float]):
 
 
 @compiles(_Greatest)
-def _greatest_sqlite(element: _Greatest, compiler: Any, **kw: Any) -> str:
-    return f"max({compiler.process(element.clauses, **kw)})"
+@compiles(_Least)
+def _pairwise_sqlite(element: _Greatest | _Least, compiler: Any, **kw: Any) -> str:
+    return f"{element.sqlite_name}({compiler.process(element.clauses, **kw)})"
 
 
 @compiles(_Greatest, POSTGRESQL)
-def _greatest_pg(element: _Greatest, compiler: Any, **kw: Any) -> str:
-    return f"greatest({compiler.process(element.clauses, **kw)})"
-
-
-@compiles(_Least)
-def _least_sqlite(element: _Least, compiler: Any, **kw: Any) -> str:
-    return f"min({compiler.process(element.clauses, **kw)})"
-
-
 @compiles(_Least, POSTGRESQL)
-def _least_pg(element: _Least, compiler: Any, **kw: Any) -> str:
-    return f"least({compiler.process(element.clauses, **kw)})"
+def _pairwise_pg(element: _Greatest | _Least, compiler: Any, **kw: Any) -> str:
+    return f"{element.name}({compiler.process(element.clauses, **kw)})"
 
 
 @compiles(_Total)
