@@ -96,18 +96,24 @@ def bounded(bound: limits.Bound, description: str) -> Any:
     return Field(ge=bound.low, le=bound.high, description=description)
 
 
+# Argument types several tools share, each bound written once; a use adds its own description
+# (``Annotated[Query, Field(description=...)]``: pydantic merges the two fields).
+Query = Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS)]
+EntityName = Annotated[str, Field(min_length=1, max_length=1000)]
+PathText = Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS)]
+SourceName = Annotated[str | None, Field(min_length=1, max_length=200)]
+SourceFilter = Annotated[
+    str | None, Field(max_length=200, description="Only this source (by name).")
+]
+
+
 # -- reading tools ---------------------------------------------------------------------------
 
 
 def build_context(
     ctx: Context,
     concept_name: Annotated[
-        str,
-        Field(
-            min_length=1,
-            max_length=1000,
-            description="The concept, in plain words or as a [[WikiLink]] target.",
-        ),
+        EntityName, Field(description="The concept, in plain words or as a [[WikiLink]] target.")
     ],
     depth: Annotated[
         int, bounded(limits.CONTEXT_DEPTH, "Hops of expansion beyond direct relations.")
@@ -158,7 +164,7 @@ def build_context(
 def expand(
     ctx: Context,
     seeds: Annotated[
-        list[Annotated[str, Field(min_length=1, max_length=1000)]],
+        list[EntityName],
         Field(
             min_length=1,
             max_length=limits.EXPAND_MAX_SEEDS,
@@ -207,19 +213,15 @@ def expand(
 def sync(
     ctx: Context,
     paths: Annotated[
-        list[Annotated[str, Field(min_length=1, max_length=4096)]],
+        list[PathText],
         Field(
             max_length=100,
             description="Folders to sync; a new folder becomes a source. Empty = all sources.",
         ),
     ] = [],  # noqa: B006  (pydantic validates a fresh copy for every call)
     name: Annotated[
-        str | None,
-        Field(
-            min_length=1,
-            max_length=200,
-            description="Source name for a single new folder (default: the folder's name).",
-        ),
+        SourceName,
+        Field(description="Source name for a single new folder (default: the folder's name)."),
     ] = None,
 ) -> Annotated[CallToolResult, SyncResult]:
     """Bring the graph up to date with the files on disk, or add a folder to it.
@@ -259,22 +261,16 @@ def sync(
 
 def search_memories(
     ctx: Context,
-    query: Annotated[
-        str,
-        Field(
-            min_length=1,
-            max_length=limits.MAX_QUERY_CHARS,
-            description='Words and/or "quoted phrases".',
-        ),
-    ],
+    query: Annotated[Query, Field(description='Words and/or "quoted phrases".')],
     limit: Annotated[int, bounded(limits.SEARCH_LIMIT, "Hits per page.")] = 10,
     page: Annotated[int, bounded(limits.SEARCH_PAGE, "Page number, from 1.")] = 1,
-    source: Annotated[
-        str | None, Field(max_length=200, description="Only this source (by name).")
-    ] = None,
+    source: SourceFilter = None,
     folder: Annotated[
         str | None,
-        Field(max_length=4096, description="Only files under this source-relative folder."),
+        Field(
+            max_length=limits.MAX_PATH_CHARS,
+            description="Only files under this source-relative folder.",
+        ),
     ] = None,
     all_words: Annotated[
         bool, Field(description="Require every word (default: any word matches).")
@@ -315,20 +311,14 @@ def search_memories(
 def retrieve(
     ctx: Context,
     query: Annotated[
-        str,
-        Field(
-            min_length=1,
-            max_length=limits.MAX_QUERY_CHARS,
-            description="A question or task in plain words, e.g. a bug report or commit title.",
-        ),
+        Query,
+        Field(description="A question or task in plain words, e.g. a bug report or commit title."),
     ],
     k: Annotated[int, bounded(limits.RETRIEVE_K, "Files and notes to return.")] = 10,
     budget_tokens: Annotated[
         int, bounded(limits.RETRIEVE_BUDGET_TOKENS, "Most tokens of excerpts (characters / 4).")
     ] = 6000,
-    source: Annotated[
-        str | None, Field(max_length=200, description="Only this source (by name).")
-    ] = None,
+    source: SourceFilter = None,
 ) -> Annotated[CallToolResult, RetrieveResult]:
     """Find the files and notes a question needs: the best first tool for a coding question.
 
@@ -365,12 +355,7 @@ def retrieve(
 def read_memory(
     ctx: Context,
     identifier: Annotated[
-        str,
-        Field(
-            min_length=1,
-            max_length=4096,
-            description="A memory:// URI, a source-relative path, or a note title.",
-        ),
+        PathText, Field(description="A memory:// URI, a source-relative path, or a note title.")
     ],
 ) -> Annotated[CallToolResult, NoteResult]:
     """Read one note or code file in full.
@@ -398,10 +383,7 @@ def read_memory(
 
 def visualize(
     ctx: Context,
-    concept_name: Annotated[
-        str,
-        Field(min_length=1, max_length=1000, description="The concept at the centre."),
-    ],
+    concept_name: Annotated[EntityName, Field(description="The concept at the centre.")],
     depth: Annotated[int, bounded(limits.VISUALIZE_DEPTH, "Hops from the concept.")] = 2,
     max_nodes: Annotated[int, bounded(limits.VISUALIZE_MAX_NODES, "Most concepts drawn.")] = 30,
 ) -> Annotated[CallToolResult, VisualizeResult]:

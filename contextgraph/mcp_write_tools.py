@@ -14,7 +14,7 @@ from pydantic import Field
 
 from contextgraph import limits
 from contextgraph.mcp_schemas import WriteResult
-from contextgraph.mcp_tools import bounded, state, structured
+from contextgraph.mcp_tools import PathText, SourceName, bounded, state, structured
 
 # -- writing tools ---------------------------------------------------------------------------
 
@@ -27,12 +27,7 @@ _Hash = Annotated[
     ),
 ]
 _Identifier = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=4096,
-        description="The note: a memory:// URI, a source-relative path, or its title.",
-    ),
+    PathText, Field(description="The note: a memory:// URI, a source-relative path, or its title.")
 ]
 _Text = Annotated[str, Field(max_length=10 * 1024 * 1024)]
 
@@ -40,18 +35,11 @@ _Text = Annotated[str, Field(max_length=10 * 1024 * 1024)]
 def write_note(
     ctx: Context,
     path_or_title: Annotated[
-        str,
-        Field(
-            min_length=1,
-            max_length=limits.MAX_PATH_CHARS,
-            description="A title, a source-relative path ending in .md, or a memory:// URI.",
-        ),
+        PathText,
+        Field(description="A title, a source-relative path ending in .md, or a memory:// URI."),
     ],
     content: Annotated[_Text, Field(description="The whole markdown text of the note.")],
-    source: Annotated[
-        str | None,
-        Field(min_length=1, max_length=200, description="The source to write into."),
-    ] = None,
+    source: Annotated[SourceName, Field(description="The source to write into.")] = None,
     overwrite: Annotated[
         bool, Field(description="Replace the note if it exists (default: refuse).")
     ] = False,
@@ -108,9 +96,7 @@ def edit_note(
     find: Annotated[
         str | None, Field(min_length=1, max_length=100_000, description="replace_text: old text.")
     ] = None,
-    replace: Annotated[
-        str | None, Field(max_length=10 * 1024 * 1024, description="replace_text: new text.")
-    ] = None,
+    replace: Annotated[_Text | None, Field(description="replace_text: new text.")] = None,
     count: Annotated[
         int, bounded(limits.EDIT_COUNT, "replace_text: how many times find must occur.")
     ] = 1,
@@ -162,12 +148,8 @@ def move_note(
     ctx: Context,
     identifier: _Identifier,
     new_path: Annotated[
-        str,
-        Field(
-            min_length=1,
-            max_length=limits.MAX_PATH_CHARS,
-            description="The new source-relative path, ending in .md (or a memory:// URI).",
-        ),
+        PathText,
+        Field(description="The new source-relative path, ending in .md (or a memory:// URI)."),
     ],
     expected_hash: _Hash = None,
 ) -> Annotated[CallToolResult, WriteResult]:
