@@ -32,7 +32,7 @@ from contextgraph.settings import Settings
 from contextgraph.store import db
 from contextgraph.store.identity import file_uri
 from contextgraph.store.models import ConceptRelation, Entity, File, Relation, Source, table_of
-from contextgraph.store.sqlcore import chunked
+from contextgraph.store.sqlcore import chunked, rows_by_id
 
 T_ENTITIES = table_of(Entity)
 T_REL = table_of(Relation)
@@ -272,28 +272,20 @@ def expand(
 def _uris(conn: Connection, ids: list[int]) -> dict[int, str]:
     """The memory:// URI of the file each code entity lives in."""
     e, f, s = T_ENTITIES, T_FILES, T_SOURCES
-    out: dict[int, str] = {}
-    for chunk in chunked(ids):
-        for r in conn.execute(
-            select(e.c.id, s.c.name, f.c.path)
-            .join(f, f.c.id == e.c.file_id)
-            .join(s, s.c.id == f.c.source_id)
-            .where(e.c.id.in_(chunk))
-        ):
-            out[int(r.id)] = file_uri(r.name, r.path)
-    return out
+    query = (
+        select(e.c.id, s.c.name, f.c.path)
+        .join(f, f.c.id == e.c.file_id)
+        .join(s, s.c.id == f.c.source_id)
+    )
+    return {int(r.id): file_uri(r.name, r.path) for r in rows_by_id(conn, query, e.c.id, ids)}
 
 
 def _load_names(
     conn: Connection, ids: list[int], names: dict[int, tuple[str, str, str | None]]
 ) -> None:
-    for chunk in chunked(ids):
-        for r in conn.execute(
-            select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.kind, T_ENTITIES.c.path).where(
-                T_ENTITIES.c.id.in_(chunk)
-            )
-        ):
-            names[int(r.id)] = (r.name, r.kind, r.path)
+    e = T_ENTITIES
+    for r in rows_by_id(conn, select(e.c.id, e.c.name, e.c.kind, e.c.path), e.c.id, ids):
+        names[int(r.id)] = (r.name, r.kind, r.path)
 
 
 __all__ = ["STOPWORDS", "ExpandResult", "Expansion", "expand", "passes_quality"]

@@ -1,6 +1,7 @@
 """Helpers for SQLAlchemy Core statements run in bulk (store layer).
 
-- :func:`chunked` splits id lists for ``IN (...)`` clauses.
+- :func:`chunked` splits id lists for ``IN (...)`` clauses; :func:`rows_by_id` runs a query
+  for a list of ids that way (the id -> name, kind, path ... lookups).
 - :func:`driver_sql` compiles a Core statement once to the SQL text that
   ``Connection.exec_driver_sql`` runs with plain dicts (named parameters). For executemany over
   many thousands of rows, Core's per-row parameter processing costs more than SQLite itself
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
+from sqlalchemy import ColumnElement, Connection, Row, Select
 from sqlalchemy.sql import ClauseElement
 
 from contextgraph.store.dialect import SQLITE, compile_for, remember
@@ -29,6 +31,14 @@ def chunked(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
+def rows_by_id(
+    conn: Connection, query: Select[Any], key: ColumnElement[Any], ids: Sequence[int]
+) -> Iterator[Row[Any]]:
+    """The rows of ``query`` whose ``key`` is one of ``ids``, asked for :data:`CHUNK` at a time."""
+    for chunk in chunked(ids):
+        yield from conn.execute(query.where(key.in_(chunk)))
+
+
 def driver_sql(stmt: Any, *, literal_binds: bool = False) -> str:
     """The SQLite text of a Core statement, with ``:name`` parameters.
 
@@ -42,4 +52,4 @@ def driver_sql(stmt: Any, *, literal_binds: bool = False) -> str:
     return text
 
 
-__all__ = ["CHUNK", "chunked", "driver_sql"]
+__all__ = ["CHUNK", "chunked", "driver_sql", "rows_by_id"]
