@@ -14,7 +14,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 import pydantic_core
 from mcp.server.mcpserver import Context
@@ -92,6 +92,16 @@ def structured(data: dict[str, Any], text: str | None = None) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
+class _Result(Protocol):
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+def answer(ctx: Context, action: Callable[[ContextGraph], _Result]) -> CallToolResult:
+    """Run ``action`` on the graph (as :meth:`ServerState.call` does); the result it returns,
+    as a dict, is the tool's structured result."""
+    return structured(state(ctx).call(lambda g: action(g).as_dict()))
+
+
 def bounded(bound: limits.Bound, description: str) -> Any:
     return Field(ge=bound.low, le=bound.high, description=description)
 
@@ -149,15 +159,14 @@ def build_context(
     Examples: build_context("Machine Learning"); build_context("PostgreSQL", depth=1,
     max_entities=10); build_context("Kafka", include_content=true).
     """
-    return structured(
-        state(ctx).call(
-            lambda g: g.build_context(
-                concept_name,
-                depth=depth,
-                max_entities=max_entities,
-                include_content=include_content,
-            ).as_dict()
-        )
+    return answer(
+        ctx,
+        lambda g: g.build_context(
+            concept_name,
+            depth=depth,
+            max_entities=max_entities,
+            include_content=include_content,
+        ),
     )
 
 
@@ -201,12 +210,9 @@ def expand(
     Examples: expand(["AuthenticationService"]); expand(["TokenValidator", "auth/tokens.py"],
     max_depth=1); expand(["Raft"], max_nodes=10).
     """
-    return structured(
-        state(ctx).call(
-            lambda g: g.expand(
-                seeds, max_depth=max_depth, max_nodes=max_nodes, direction=direction
-            ).as_dict()
-        )
+    return answer(
+        ctx,
+        lambda g: g.expand(seeds, max_depth=max_depth, max_nodes=max_nodes, direction=direction),
     )
 
 
@@ -299,12 +305,11 @@ def search_memories(
     Examples: search_memories("kafka consumer lag"); search_memories('"leader election"');
     search_memories("migration", folder="engineering/databases", limit=5).
     """
-    return structured(
-        state(ctx).call(
-            lambda g: g.search(
-                query, limit=limit, page=page, source=source, folder=folder, all_words=all_words
-            ).as_dict()
-        )
+    return answer(
+        ctx,
+        lambda g: g.search(
+            query, limit=limit, page=page, source=source, folder=folder, all_words=all_words
+        ),
     )
 
 
@@ -345,11 +350,7 @@ def retrieve(
     Examples: retrieve("how does AuthenticationService validate tokens");
     retrieve("rate limiting for the public API", k=5, budget_tokens=2000).
     """
-    return structured(
-        state(ctx).call(
-            lambda g: g.retrieve(query, k=k, budget_tokens=budget_tokens, source=source).as_dict()
-        )
-    )
+    return answer(ctx, lambda g: g.retrieve(query, k=k, budget_tokens=budget_tokens, source=source))
 
 
 def read_memory(
@@ -378,7 +379,7 @@ def read_memory(
     read_memory("memory://vault/engineering/distributed-systems/kafka.md");
     read_memory("Kafka").
     """
-    return structured(state(ctx).call(lambda g: g.read(identifier).as_dict()))
+    return answer(ctx, lambda g: g.read(identifier))
 
 
 def visualize(

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from contextgraph import limits
 from contextgraph.mcp_schemas import WriteResult
-from contextgraph.mcp_tools import PathText, SourceName, bounded, state, structured
+from contextgraph.mcp_tools import PathText, SourceName, answer, bounded
 
 # -- writing tools ---------------------------------------------------------------------------
 
@@ -69,16 +69,15 @@ def write_note(
     write_note("projects/billing/2026-12-01.md", "# Standup\\n...", source="work");
     write_note("memory://vault/todo.md", "- [ ] ...", overwrite=true, expected_hash="9f2c...").
     """
-    return structured(
-        state(ctx).call(
-            lambda g: g.write_note(
-                path_or_title,
-                content,
-                source=source,
-                overwrite=overwrite,
-                expected_hash=expected_hash,
-            ).as_dict()
-        )
+    return answer(
+        ctx,
+        lambda g: g.write_note(
+            path_or_title,
+            content,
+            source=source,
+            overwrite=overwrite,
+            expected_hash=expected_hash,
+        ),
     )
 
 
@@ -128,19 +127,18 @@ def edit_note(
     edit_note("Kafka consumer lag", "replace_text", find="grew", replace="shrank");
     edit_note("projects/billing.md", "replace_section", heading="Status", content="Done.").
     """
-    return structured(
-        state(ctx).call(
-            lambda g: g.edit_note(
-                identifier,
-                operation,
-                content=content,
-                find=find,
-                replace=replace,
-                count=count,
-                heading=heading,
-                expected_hash=expected_hash,
-            ).as_dict()
-        )
+    return answer(
+        ctx,
+        lambda g: g.edit_note(
+            identifier,
+            operation,
+            content=content,
+            find=find,
+            replace=replace,
+            count=count,
+            heading=heading,
+            expected_hash=expected_hash,
+        ),
     )
 
 
@@ -166,11 +164,7 @@ def move_note(
     Examples: move_note("memory://vault/inbox/idea.md", "projects/idea.md");
     move_note("Kafka consumer lag", "engineering/kafka/consumer-lag.md").
     """
-    return structured(
-        state(ctx).call(
-            lambda g: g.move_note(identifier, new_path, expected_hash=expected_hash).as_dict()
-        )
-    )
+    return answer(ctx, lambda g: g.move_note(identifier, new_path, expected_hash=expected_hash))
 
 
 def delete_note(
@@ -188,6 +182,4 @@ def delete_note(
     Examples: delete_note("memory://vault/scratch/tmp.md");
     delete_note("Old idea", expected_hash="9f2c...").
     """
-    return structured(
-        state(ctx).call(lambda g: g.delete_note(identifier, expected_hash=expected_hash).as_dict())
-    )
+    return answer(ctx, lambda g: g.delete_note(identifier, expected_hash=expected_hash))
