@@ -18,6 +18,11 @@ that serves most notes: the results must not depend on which path a note takes.
 
 Other inline HTML tags and link destinations are scanned as written; backslash escapes are not
 interpreted around the brackets.
+
+The block parse runs in parts (:func:`_parse`): a part starts where markdown-it has nothing
+open but possibly a fenced code block or an HTML block, which is checked. Parts the regex fast
+path is exact for, and parts without ``[[`` that cannot leave a block open, are not parsed, so a
+long note with one code span pays for the part that holds it.
 """
 
 from __future__ import annotations
