@@ -1,15 +1,16 @@
 """Compare note extraction of an older revision with the working tree, note by note.
 
-Every ``*.md`` file under the given folders (default: ``../shared/corpora``), plus a bench
-vault of ``--bench-notes`` notes made by ``bench.generate_vault``, is extracted by the
-``contextgraph`` package of revision ``--base`` (``git archive``) and by the one in this working
-tree, each in a child process of its own; so are ``--adversarial`` notes strung together at random
-from the pieces that decide what is code, HTML, a container or a link (those of the property
-tests in ``tests/test_wikilinks.py`` and more), with mixed line endings. Compared per note: every link of ``find_links``
-(start, end, target, concept, embed and the linked text itself), the ``NoteFacts`` of
-``extract_note`` (concepts with counts in order, title, created, dropped, warnings, body start)
-and ``parse_frontmatter``. CPU seconds of one cold ``extract_note`` pass over every note are
-taken in interleaved runs (old, new, old, new, ...) and reported as medians. Prints JSON:
+Every ``*.md`` file under the given folders (default: ``../shared/corpora``), a bench vault of
+``--bench-notes`` notes (``bench.generate_vault``) and ``--adversarial`` notes strung together
+at random from the pieces that decide what is code, HTML, a container or a link (those of the
+property tests in ``tests/test_wikilinks.py`` and more, with mixed line endings) are extracted
+by the ``contextgraph`` package of revision ``--base`` (``git archive``) and by the one in this
+working tree, each in a child process of its own. Compared per note: every link of
+``find_links`` (start, end, target, concept, embed and the linked text itself), the
+``NoteFacts`` of ``extract_note`` (concepts with counts in order, title, created, dropped,
+warnings, body start) and ``parse_frontmatter``. CPU seconds of one cold ``extract_note`` pass
+over every note are taken in interleaved runs (old, new, old, new, ...) and reported as
+medians. Prints JSON:
 
 ``{"base", "runs", "sets": [{"name", "notes", "differ", "examples", "old_cpu_s", "new_cpu_s",
 "old_runs", "new_runs"}]}``
