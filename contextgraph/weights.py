@@ -36,6 +36,7 @@ from sqlalchemy import (
 )
 
 from contextgraph import db, meta
+from contextgraph.dialect import qmark
 from contextgraph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
 from contextgraph.models import (
     ConceptRelation,
@@ -208,16 +209,29 @@ def strengths(conn: Connection, ids: list[int]) -> dict[int, int]:
 
 
 def load(
-    conn: Connection, cid: int, now: float
+    conn: Connection, cid: int, now: float, limit: int | None = None
 ) -> tuple[list[tuple[int, int, float, str, int | None]], float] | None:
     """``cid``'s precomputed list (rank order) and the end of its window, if valid at ``now``.
 
-    The caller has checked the stored state against the graph version and settings."""
-    window = conn.exec_driver_sql(_WINDOW_SQL, (cid,)).first()
+    With ``limit``, only the first ``limit`` ranks (read the rest with :func:`ranks`, in the
+    same read transaction). The caller has checked the stored state against the graph version
+    and settings."""
+    window = conn.exec_driver_sql(qmark(conn, _WINDOW_SQL), (cid,)).first()
     if window is None or not (window[0] <= now < window[1]):
         return None
-    rows = conn.exec_driver_sql(_LOAD_SQL, (cid,)).fetchall()
+    if limit is None:
+        rows = conn.exec_driver_sql(qmark(conn, _LOAD_SQL), (cid,)).fetchall()
+    else:
+        rows = conn.exec_driver_sql(qmark(conn, _RANKS_SQL), (cid, 0, limit)).fetchall()
     return [(o, co, tot, name, community) for o, co, tot, name, community in rows], float(window[1])
+
+
+def ranks(
+    conn: Connection, cid: int, start: int, stop: int
+) -> list[tuple[int, int, float, str, int | None]]:
+    """Ranks ``start`` to ``stop - 1`` of ``cid``'s precomputed list (see :func:`load`)."""
+    rows = conn.exec_driver_sql(qmark(conn, _RANKS_SQL), (cid, start, stop)).fetchall()
+    return [(o, co, tot, name, community) for o, co, tot, name, community in rows]
 
 
 _WINDOW_SQL = "SELECT valid_from, valid_until FROM relation_weight_windows WHERE concept_id = ?"
@@ -226,6 +240,10 @@ _WINDOW_SQL = "SELECT valid_from, valid_until FROM relation_weight_windows WHERE
 _LOAD_SQL = (
     "SELECT other_id, count, total, name, community_id FROM relation_weights"
     " WHERE concept_id = ? ORDER BY rank"
+)
+_RANKS_SQL = (
+    "SELECT other_id, count, total, name, community_id FROM relation_weights"
+    " WHERE concept_id = ? AND rank >= ? AND rank < ? ORDER BY rank"
 )
 
 
@@ -236,4 +254,4 @@ def timed_refresh(engine: Engine, settings: Settings) -> float:
     return time.perf_counter() - t
 
 
-__all__ = ["is_current", "load", "refresh", "state_for", "stored_state"]
+__all__ = ["is_current", "load", "ranks", "refresh", "state_for", "stored_state"]
