@@ -13,10 +13,12 @@ import pytest
 from conftest import NOW, Writer
 from sqlalchemy import event, text
 
-from contextgraph import ContextGraph, db, meta, weights
-from contextgraph.context import concept_key
-from contextgraph.neighbourhood import Neighbourhoods
+from contextgraph import ContextGraph
+from contextgraph.graph import weights
+from contextgraph.graph.context import concept_key
+from contextgraph.graph.neighbourhood import Neighbourhoods
 from contextgraph.settings import Settings, parse_datetime
+from contextgraph.store import db, meta
 
 CONCEPTS = [f"Topic {i}" for i in range(14)]
 
@@ -203,7 +205,7 @@ def test_lists_read_rank_by_rank_give_the_same_json(
     graph: ContextGraph, monkeypatch: pytest.MonkeyPatch, first: int
 ) -> None:
     """Lists read a few ranks at a time (frontier counts then come from the stored relations)."""
-    from contextgraph import neighbourhood
+    from contextgraph.graph import neighbourhood
 
     monkeypatch.setattr(neighbourhood, "FIRST_RANKS", first)
     reads: list[tuple[int, int]] = []
