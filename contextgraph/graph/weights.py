@@ -59,6 +59,7 @@ T_FILES = table_of(File)
 T_ENTITIES = table_of(Entity)
 
 STATE_KEY = "relation_weights"
+REFRESHED_KEY = "relation_weights_at"  # epoch seconds of the instant the lists were computed for
 MARGIN_SECONDS = 1.0
 _NEVER = -1e300  # a valid_from that every instant passes (ages within grace weigh 1.0)
 
@@ -99,7 +100,39 @@ def refresh(engine: Engine, settings: Settings, now: datetime | float | None = N
             _fill_strengths(conn)
             written = int(conn.execute(select(func.count()).select_from(T_RW)).scalar_one())
         meta.put(conn, STATE_KEY, state_for(meta.graph_version(conn), settings))
+        meta.put(conn, REFRESHED_KEY, repr(at))
     return written
+
+
+def due(engine: Engine, settings: Settings, now: float) -> bool:
+    """Whether a long-running process should :func:`refresh` now.
+
+    True when the precompute is on and the stored lists are stale (the graph or a decay setting
+    changed since), or were computed on an earlier UTC day than ``now``: past a day boundary
+    the windows of the notes' ages have moved on, and readers fall back to the on-the-fly query.
+    """
+    if settings.weights_min_notes <= 0:
+        return False
+    with db.read(engine, retry_seconds=settings.lock_retry_seconds) as conn:
+        if stored_state(conn) != state_for(meta.graph_version(conn), settings):
+            return True
+        at = meta.get(conn, REFRESHED_KEY)
+    return at is None or math.floor(float(at) / SECONDS_PER_DAY) != math.floor(
+        now / SECONDS_PER_DAY
+    )
+
+
+def refresh_when_due(
+    engine: Engine, settings: Settings, now: datetime | float | None = None
+) -> bool:
+    """:func:`refresh` if :func:`due`; True when it refreshed. For writers only (MCP, watch)."""
+    if now is None:
+        now = settings.current_time()
+    at = now.timestamp() if isinstance(now, datetime) else float(now)
+    if not due(engine, settings, at):
+        return False
+    refresh(engine, settings, at)
+    return True
 
 
 def is_current(engine: Engine, settings: Settings) -> bool:
@@ -254,4 +287,13 @@ def timed_refresh(engine: Engine, settings: Settings) -> float:
     return time.perf_counter() - t
 
 
-__all__ = ["is_current", "load", "ranks", "refresh", "state_for", "stored_state"]
+__all__ = [
+    "due",
+    "is_current",
+    "load",
+    "ranks",
+    "refresh",
+    "refresh_when_due",
+    "state_for",
+    "stored_state",
+]
