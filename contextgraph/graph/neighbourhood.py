@@ -409,7 +409,8 @@ def _overlaps_statement() -> Select[Any]:
         select(
             sides.c.c,
             shared,
-            func.coalesce(func.sum(least(sides.c.w, q.c.count)), 0),
+            # An unmatched relation adds 0 (PostgreSQL's LEAST would skip the NULL instead).
+            func.coalesce(func.sum(least(sides.c.w, func.coalesce(q.c.count, 0))), 0),
             func.sum(sides.c.w),
         )
         .select_from(sides.outerjoin(q, matched))
