@@ -26,7 +26,12 @@ from sqlalchemy import Connection, and_, literal, or_, select, union_all
 
 from contextgraph.errors import InvalidArgument
 from contextgraph.graph.stopwords import STOPWORDS
-from contextgraph.limits import EXPAND_DIRECTIONS
+from contextgraph.limits import (
+    EXPAND_DIRECTIONS,
+    EXPAND_MAX_DEPTH,
+    EXPAND_MAX_NODES,
+    EXPAND_MAX_SEEDS,
+)
 from contextgraph.notes.wikilinks import normalize
 from contextgraph.settings import Settings
 from contextgraph.store import db
@@ -39,10 +44,6 @@ T_REL = table_of(Relation)
 T_CREL = table_of(ConceptRelation)
 T_FILES = table_of(File)
 T_SOURCES = table_of(Source)
-
-MAX_SEEDS = 100
-MAX_DEPTH = 5
-MAX_NODES = 500
 
 
 @dataclass(frozen=True)
@@ -197,12 +198,10 @@ def expand(
     clean = [s for s in seeds if isinstance(s, str) and s.strip()]
     if not clean:
         raise InvalidArgument("give at least one seed entity name")
-    if len(clean) > MAX_SEEDS:
-        raise InvalidArgument(f"at most {MAX_SEEDS} seeds")
-    if not 1 <= max_depth <= MAX_DEPTH:
-        raise InvalidArgument(f"max_depth must be between 1 and {MAX_DEPTH}")
-    if not 1 <= max_nodes <= MAX_NODES:
-        raise InvalidArgument(f"max_nodes must be between 1 and {MAX_NODES}")
+    if len(clean) > EXPAND_MAX_SEEDS:
+        raise InvalidArgument(f"at most {EXPAND_MAX_SEEDS} seeds")
+    EXPAND_MAX_DEPTH.check(max_depth)
+    EXPAND_MAX_NODES.check(max_nodes)
     if direction not in EXPAND_DIRECTIONS:
         raise InvalidArgument(f"direction must be one of {', '.join(EXPAND_DIRECTIONS)}")
     seed_entities = match_seeds(conn, clean)
