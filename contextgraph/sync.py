@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, delete
+from sqlalchemy import Connection, Engine, delete, select
 
-from contextgraph import db, meta
+from contextgraph import db, fulltext, meta
 from contextgraph.codesync import rebuild_code_graph
 from contextgraph.dialect import is_postgresql
 from contextgraph.errors import NotFound, SyncInProgress
@@ -168,6 +168,9 @@ def run_sync(
         report.phases["lock"] = time.perf_counter() - started
         with db.read(engine) as conn:
             registered = list_sources(conn)
+            unfinished = _index_unfinished(conn)
+        if unfinished:
+            _restore_index(engine, settings)
         chosen = [s for s in registered if sources is None or s.name in sources]
         exclude = _database_files(db_path)
         for source in chosen:
@@ -207,6 +210,9 @@ def sync_paths(
     started = time.perf_counter()
     with db.read(engine) as conn:
         registered = list_sources(conn)
+        unfinished = _index_unfinished(conn)
+    if unfinished:
+        _restore_index(engine, settings)
     found = [s for s in registered if s.name == source]
     if not found:
         raise NotFound(f"no source named {source!r}")
@@ -241,6 +247,9 @@ def forget_source(engine: Engine, settings: Settings, source: SourceInfo) -> Syn
             ops: list[FileOp] = [
                 Delete(path, old) for path, old in stored_files(conn, source.id).items()
             ]
+            unfinished = _index_unfinished(conn)
+        if unfinished:
+            _restore_index(engine, settings)
         for start in range(0, len(ops), settings.batch_files):
             _write_batch(
                 engine, settings, source, ops[start : start + settings.batch_files], report
@@ -409,7 +418,16 @@ def _reconcile(
         by_hash[(gone[path].hash, gone[path].kind)].append(gone[path])
 
     t = time.perf_counter()
+    # A load into a store without any file indexes its text per batch, not per row (fulltext.py).
+    cold = bool(jobs) and not existing and _store_is_empty(engine)
+    deferred = False
     pending: list[FileOp] = []
+
+    def flush() -> None:
+        nonlocal deferred, pending
+        deferred = _write_batch(engine, settings, source, pending, report, cold) or deferred
+        pending = []
+
     for done, prepared in enumerate(_prepare_all(jobs, settings), start=1):
         op = _classify(prepared, existing.get(prepared.path), by_hash, gone, source, report)
         if len(prepared.concepts) > settings.max_concepts_per_file:
@@ -424,18 +442,37 @@ def _reconcile(
         if op is not None:
             pending.append(op)
         if len(pending) >= settings.batch_files:
-            _write_batch(engine, settings, source, pending, report)
-            pending = []
+            flush()
         if progress is not None:
             progress(done, len(jobs))
     for path in sorted(gone):
         pending.append(Delete(path, gone[path]))
         if len(pending) >= settings.batch_files:
-            _write_batch(engine, settings, source, pending, report)
-            pending = []
+            flush()
     if pending:
-        _write_batch(engine, settings, source, pending, report)
+        flush()
+    if deferred:
+        _restore_index(engine, settings)
     report.phases["files"] = report.phases.get("files", 0.0) + time.perf_counter() - t
+
+
+def _store_is_empty(engine: Engine) -> bool:
+    """True on SQLite when no source has any file stored (the cold load of :mod:`fulltext`)."""
+    if is_postgresql(engine):
+        return False  # its index is a column computed per row: nothing to defer
+    with db.read(engine) as conn:
+        return conn.execute(select(T_FILES.c.id).limit(1)).first() is None
+
+
+def _index_unfinished(conn: Connection) -> bool:
+    """True when a cold load was killed before it put the full-text insert trigger back."""
+    return fulltext.is_deferred(conn)
+
+
+def _restore_index(engine: Engine, settings: Settings) -> None:
+    with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
+        if fulltext.is_deferred(conn):
+            fulltext.restore_index(conn)
 
 
 def _classify(
@@ -484,12 +521,27 @@ def _prepare_all(jobs: list[Job], settings: Settings) -> Iterable[Prepared]:
 
 
 def _write_batch(
-    engine: Engine, settings: Settings, source: SourceInfo, ops: list[FileOp], report: SyncReport
-) -> None:
-    """Apply one batch of file changes in one short write transaction."""
+    engine: Engine,
+    settings: Settings,
+    source: SourceInfo,
+    ops: list[FileOp],
+    report: SyncReport,
+    defer_index: bool = False,
+) -> bool:
+    """Apply one batch of file changes in one short write transaction.
+
+    With ``defer_index`` (a batch of a cold load, SQLite) the full-text insert trigger is
+    dropped if it is still there, and the batch indexes its inserted rows itself; returns
+    whether the trigger is off.
+    """
+    deferred = False
 
     def batch(conn: Connection) -> None:
-        graph_changed, code_changed = apply_ops(conn, settings, source.id, ops)
+        nonlocal deferred
+        deferred = defer_index and (fulltext.defer_index(conn) or fulltext.is_deferred(conn))
+        graph_changed, code_changed = apply_ops(
+            conn, settings, source.id, ops, index_inserts=deferred
+        )
         if graph_changed:
             meta.mark_stale(conn, meta.COMMUNITIES)
         if code_changed:
@@ -498,6 +550,7 @@ def _write_batch(
     # One transaction; PostgreSQL reruns it after a serialization failure or deadlock.
     db.run_write(engine, batch, retry_seconds=settings.lock_retry_seconds)
     report.deleted += sum(1 for op in ops if isinstance(op, Delete))
+    return deferred
 
 
 def _is_stale(engine: Engine, name: str) -> bool:

@@ -17,9 +17,21 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, literal_column, select, update
+from sqlalchemy import (
+    Connection,
+    Select,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal_column,
+    select,
+    update,
+)
+from sqlalchemy.sql.dml import Insert as InsertStatement
 
-from contextgraph.dialect import insert_ignore, upsert
+from contextgraph.dialect import insert_ignore, name_of, upsert
+from contextgraph.fulltext import index_files
 from contextgraph.ingest import Prepared
 from contextgraph.meta import bump_version
 from contextgraph.models import ConceptRelation, Entity, File, Mention, table_of
@@ -175,15 +187,6 @@ SQL_INSERT_MENTION = driver_sql(
         file_id=bindparam("f"), concept_id=bindparam("c"), count=bindparam("n")
     )
 )
-SQL_ADD_PAIR = driver_sql(
-    lambda d: upsert(
-        T_CREL,
-        ["a_id", "b_id"],
-        lambda excluded: {"count": T_CREL.c.count + excluded.count},
-        dialect=d,
-        values={"a_id": bindparam("a"), "b_id": bindparam("b"), "count": bindparam("n")},
-    )
-)
 SQL_SUB_PAIR = driver_sql(
     update(T_CREL)
     .where(T_CREL.c.a_id == bindparam("a"), T_CREL.c.b_id == bindparam("b"))
@@ -210,9 +213,18 @@ def _changes_code(op: FileOp) -> bool:
 
 
 def apply_ops(
-    conn: Connection, settings: Settings, source_id: int, ops: list[FileOp]
+    conn: Connection,
+    settings: Settings,
+    source_id: int,
+    ops: list[FileOp],
+    *,
+    index_inserts: bool = False,
 ) -> tuple[bool, bool]:
-    """Move every file of ``ops`` to its new state; return (concept graph changed, code changed)."""
+    """Move every file of ``ops`` to its new state; return (concept graph changed, code changed).
+
+    ``index_inserts``: SQLite's full-text insert trigger is off (a cold load), so the inserted
+    rows are indexed here (:func:`contextgraph.fulltext.index_files`).
+    """
     code_changed = any(_changes_code(op) for op in ops)
     stats = [op for op in ops if isinstance(op, Stat)]
     renames = [op for op in ops if isinstance(op, Rename)]
@@ -290,6 +302,8 @@ def apply_ops(
                     )
                 ).all()
             )
+        if index_inserts:
+            index_files(conn, sorted(new_ids.values()))
 
     applied = [(op.old.id, op.new) for op in graph_updates]
     applied += [(new_ids[op.path], op.new) for op in inserts]
@@ -388,21 +402,43 @@ def apply_concepts(
                 )
             ).all()
         )
-    mention_rows = []
-    increments: Counter[tuple[int, int]] = Counter()
-    for fid, p in applied:
-        cids = []
-        for name, count in p.concepts:
-            cid = ids[name]
-            cids.append(cid)
-            mention_rows.append({"f": fid, "c": cid, "n": count})
-        if len(cids) <= settings.max_concepts_per_file:
-            increments.update(combinations(sorted(cids), 2))
-    conn.exec_driver_sql(SQL_INSERT_MENTION, mention_rows)
-    if increments:
-        conn.exec_driver_sql(
-            SQL_ADD_PAIR, [{"a": a, "b": b, "n": n} for (a, b), n in sorted(increments.items())]
-        )
+    mentions = [{"f": f, "c": ids[name], "n": n} for f, p in applied for name, n in p.concepts]
+    conn.exec_driver_sql(SQL_INSERT_MENTION, mentions)
+    with_pairs = [fid for fid, p in applied if len(p.concepts) <= settings.max_concepts_per_file]
+    statement = _add_pairs_statement(name_of(conn))
+    for files in chunked(with_pairs):
+        conn.execute(statement, {"files": list(files)})
+
+
+def pairs_of(file_ids: Any) -> Select[tuple[int, int, int]]:
+    """(a_id, b_id, notes) of every concept pair the given files mention together, a < b.
+
+    The counting runs in the database (one self-join of ``mentions``, grouped), not in Python.
+    """
+    m1, m2 = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2")
+    return (
+        select(m1.c.concept_id, m2.c.concept_id, func.count())
+        .join_from(m1, m2, (m2.c.file_id == m1.c.file_id) & (m1.c.concept_id < m2.c.concept_id))
+        .where(m1.c.file_id.in_(file_ids))
+        .group_by(m1.c.concept_id, m2.c.concept_id)
+    )
+
+
+_ADD_PAIRS: dict[str, InsertStatement] = {}
+
+
+def _add_pairs_statement(dialect: str) -> InsertStatement:
+    """Add the pairs of the files bound as ``files`` to ``concept_relations`` (an upsert)."""
+    statement = _ADD_PAIRS.get(dialect)
+    if statement is None:
+        statement = upsert(
+            T_CREL,
+            ["a_id", "b_id"],
+            lambda excluded: {"count": T_CREL.c.count + excluded.count},
+            dialect=dialect,
+        ).from_select(["a_id", "b_id", "count"], pairs_of(bindparam("files", expanding=True)))
+        _ADD_PAIRS[dialect] = statement
+    return statement
 
 
 def delete_orphan_concepts(conn: Connection, concept_ids: set[int]) -> None:
