@@ -38,7 +38,6 @@ from sqlalchemy import (
 from sqlalchemy.sql.selectable import NamedFromClause
 
 from contextgraph.dialect import is_postgresql
-from contextgraph.errors import CorruptDatabase
 
 # The text search configuration of migration 0003: 'simple' words, English Porter-style stems
 # (Snowball), no stopwords dropped (the query builder handles those, as on SQLite).
@@ -205,37 +204,14 @@ def _tokens(match: str) -> list[tuple[str, str, int]]:
     return out
 
 
-# --- a cold load indexes each batch in one statement ------------------------------------------
-# The FTS5 table is kept in step with ``files`` by triggers (migration 0003). Row by row, the
-# insert trigger costs about 1.5x one ``INSERT INTO files_fts … SELECT`` over the same rows, so a
-# sync into a store without any file drops that trigger (in its first batch's transaction, which
-# keeps the trigger's SQL in ``meta``), indexes each batch's new rows itself inside the batch's
-# transaction (the index never lags the files), and puts the trigger back at the end. A sync
-# killed in between leaves the key in ``meta``: every sync starts by putting the trigger back
-# (:func:`restore_index`) before any of its batches runs.
-
-_INSERT_TRIGGER = "files_fts_insert"
-DEFERRED_KEY = "fulltext:insert_trigger"  # meta: the SQL of the dropped trigger
-
-
-def defer_index(conn: Connection) -> bool:
-    """Drop SQLite's insert trigger until :func:`restore_index`; False if it was not there.
-
-    Call inside a cold load's first write transaction; from then on the caller indexes what it
-    inserts with :func:`index_files`.
-    """
-    from contextgraph import meta
-
-    sql = _trigger_sql(conn)
-    if sql is None:
-        return False
-    meta.put(conn, DEFERRED_KEY, sql)
-    conn.exec_driver_sql(f"DROP TRIGGER {_INSERT_TRIGGER}")
-    return True
+# --- a cold load indexes each batch in one statement (contextgraph.coldload) -----------------
 
 
 def index_files(conn: Connection, file_ids: Sequence[int]) -> None:
-    """Index the given ``files`` rows, as the insert trigger would have, in one statement."""
+    """Index the given ``files`` rows (SQLite), as the insert trigger would have, in one statement.
+
+    For a cold load, which drops that trigger (:mod:`contextgraph.coldload`).
+    """
     from contextgraph.sqlcore import chunked
 
     names = [str(r[1]) for r in conn.exec_driver_sql("PRAGMA table_info(files_fts)")]
@@ -249,40 +225,4 @@ def index_files(conn: Connection, file_ids: Sequence[int]) -> None:
         )
 
 
-def is_deferred(conn: Connection) -> bool:
-    """True while a cold load has SQLite's insert trigger dropped (or was killed meanwhile)."""
-    from contextgraph import meta
-
-    return not is_postgresql(conn) and meta.get(conn, DEFERRED_KEY) is not None
-
-
-def restore_index(conn: Connection) -> None:
-    """Put SQLite's insert trigger back as it was; call inside a write transaction."""
-    from contextgraph import meta
-
-    sql = meta.get(conn, DEFERRED_KEY)
-    if _trigger_sql(conn) is None:
-        if sql is None:
-            raise CorruptDatabase("the full-text insert trigger is missing and was not kept")
-        conn.exec_driver_sql(sql)
-    conn.execute(meta.T_META.delete().where(meta.T_META.c.key == DEFERRED_KEY))
-
-
-def _trigger_sql(conn: Connection) -> str | None:
-    sql = conn.exec_driver_sql(
-        "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (_INSERT_TRIGGER,)
-    ).scalar()
-    return None if sql is None else str(sql)
-
-
-__all__ = [
-    "DEFERRED_KEY",
-    "TS_CONFIG",
-    "FullText",
-    "defer_index",
-    "full_text",
-    "index_files",
-    "is_deferred",
-    "restore_index",
-    "top_level_terms",
-]
+__all__ = ["TS_CONFIG", "FullText", "full_text", "index_files", "top_level_terms"]

@@ -7,6 +7,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from contextgraph.codegraph import CODE_EXTENSIONS, CONFIG_FILENAMES
 
@@ -16,8 +17,7 @@ SKIPPED_DIRS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class ScannedFile:
+class ScannedFile(NamedTuple):
     """A candidate file: its source-relative posix path and the stat that change detection uses."""
 
     path: str
@@ -37,7 +37,9 @@ def file_kind(name: str) -> str | None:
     """Classify a file name as note, code or config (None: not ours)."""
     if name in CONFIG_FILENAMES:
         return "config"
-    suffix = os.path.splitext(name)[1].lower()
+    # os.path.splitext's suffix (a name of dots and one suffix has none), without its cost
+    dot = name.rfind(".")
+    suffix = name[dot:].lower() if dot > 0 and name[:dot].strip(".") else ""
     if suffix in NOTE_EXTENSIONS:
         return "note"
     if suffix in CODE_EXTENSIONS:

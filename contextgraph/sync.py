@@ -24,8 +24,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, select
 
-from contextgraph import db, fulltext, meta
-from contextgraph.codesync import rebuild_code_graph
+from contextgraph import coldload, db, meta
 from contextgraph.dialect import is_postgresql
 from contextgraph.errors import NotFound, SyncInProgress
 from contextgraph.ingest import Job, Prepared, prepare
@@ -45,7 +44,6 @@ from contextgraph.syncstore import (
     apply_ops,
     stored_files,
 )
-from contextgraph.workers import process_pool
 
 T_FILES = table_of(File)
 T_SOURCES = table_of(Source)
@@ -168,9 +166,9 @@ def run_sync(
         report.phases["lock"] = time.perf_counter() - started
         with db.read(engine) as conn:
             registered = list_sources(conn)
-            unfinished = _index_unfinished(conn)
+            unfinished = _cold_load_unfinished(conn)
         if unfinished:
-            _restore_index(engine, settings)
+            _finish_cold_load(engine, settings)
         chosen = [s for s in registered if sources is None or s.name in sources]
         exclude = _database_files(db_path)
         for source in chosen:
@@ -210,9 +208,9 @@ def sync_paths(
     started = time.perf_counter()
     with db.read(engine) as conn:
         registered = list_sources(conn)
-        unfinished = _index_unfinished(conn)
+        unfinished = _cold_load_unfinished(conn)
     if unfinished:
-        _restore_index(engine, settings)
+        _finish_cold_load(engine, settings)
     found = [s for s in registered if s.name == source]
     if not found:
         raise NotFound(f"no source named {source!r}")
@@ -247,14 +245,14 @@ def forget_source(engine: Engine, settings: Settings, source: SourceInfo) -> Syn
             ops: list[FileOp] = [
                 Delete(path, old) for path, old in stored_files(conn, source.id).items()
             ]
-            unfinished = _index_unfinished(conn)
+            unfinished = _cold_load_unfinished(conn)
         if unfinished:
-            _restore_index(engine, settings)
+            _finish_cold_load(engine, settings)
         for start in range(0, len(ops), settings.batch_files):
             _write_batch(
                 engine, settings, source, ops[start : start + settings.batch_files], report
             )
-        rebuild_code_graph(engine, source.id)  # drops the packages only this source imported
+        _rebuild_code_graph(engine, source.id)  # drops the packages only this source imported
         with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
             conn.execute(delete(T_SOURCES).where(T_SOURCES.c.id == source.id))
             meta.clear_stale(conn, meta.code_graph(source.id))
@@ -321,7 +319,7 @@ def _finish(
     t = time.perf_counter()
     for source in sources:
         if _is_stale(engine, meta.code_graph(source.id)):
-            rebuild_code_graph(engine, source.id)
+            _rebuild_code_graph(engine, source.id)
     report.phases["codegraph"] = time.perf_counter() - t
     t = time.perf_counter()
     if _is_stale(engine, meta.COMMUNITIES):
@@ -332,6 +330,14 @@ def _finish(
     _refresh_weights(engine, settings)
     report.phases["weights"] = time.perf_counter() - t
     _count(engine, report)
+
+
+def _rebuild_code_graph(engine: Engine, source_id: int) -> None:
+    # Not at module level: the code graph builder (resolution, tsconfig) is only needed by a
+    # sync that changed code, and a no-change sync should not pay for importing it.
+    from contextgraph.codesync import rebuild_code_graph
+
+    rebuild_code_graph(engine, source_id)
 
 
 def _recompute_communities(engine: Engine, settings: Settings, report: SyncReport) -> None:
@@ -418,7 +424,7 @@ def _reconcile(
         by_hash[(gone[path].hash, gone[path].kind)].append(gone[path])
 
     t = time.perf_counter()
-    # A load into a store without any file indexes its text per batch, not per row (fulltext.py).
+    # A load into a store without any file builds some indexes once, not per row (coldload.py).
     cold = bool(jobs) and not existing and _store_is_empty(engine)
     deferred = False
     pending: list[FileOp] = []
@@ -452,27 +458,26 @@ def _reconcile(
     if pending:
         flush()
     if deferred:
-        _restore_index(engine, settings)
+        _finish_cold_load(engine, settings)
     report.phases["files"] = report.phases.get("files", 0.0) + time.perf_counter() - t
 
 
 def _store_is_empty(engine: Engine) -> bool:
-    """True on SQLite when no source has any file stored (the cold load of :mod:`fulltext`)."""
+    """True on SQLite when no source has any file stored (a cold load: see coldload.py)."""
     if is_postgresql(engine):
         return False  # its index is a column computed per row: nothing to defer
     with db.read(engine) as conn:
         return conn.execute(select(T_FILES.c.id).limit(1)).first() is None
 
 
-def _index_unfinished(conn: Connection) -> bool:
-    """True when a cold load was killed before it put the full-text insert trigger back."""
-    return fulltext.is_deferred(conn)
+def _cold_load_unfinished(conn: Connection) -> bool:
+    """True when a cold load was killed before it recreated what it dropped (coldload.py)."""
+    return coldload.is_deferred(conn)
 
 
-def _restore_index(engine: Engine, settings: Settings) -> None:
+def _finish_cold_load(engine: Engine, settings: Settings) -> None:
     with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
-        if fulltext.is_deferred(conn):
-            fulltext.restore_index(conn)
+        coldload.restore(conn)
 
 
 def _classify(
@@ -516,6 +521,8 @@ def _prepare_all(jobs: list[Job], settings: Settings) -> Iterable[Prepared]:
         for job in jobs:
             yield prepare(job)
         return
+    from contextgraph.workers import process_pool  # multiprocessing: only for a large sync
+
     with process_pool(workers) as pool:  # its workers die with this process, however it ends
         yield from pool.map(prepare, jobs, chunksize=32)
 
@@ -530,15 +537,15 @@ def _write_batch(
 ) -> bool:
     """Apply one batch of file changes in one short write transaction.
 
-    With ``defer_index`` (a batch of a cold load, SQLite) the full-text insert trigger is
-    dropped if it is still there, and the batch indexes its inserted rows itself; returns
-    whether the trigger is off.
+    With ``defer_index`` (a batch of a cold load, SQLite) what :mod:`contextgraph.coldload`
+    builds once is dropped if it is still there, and the batch indexes its inserted rows'
+    text itself; returns whether the load is deferred.
     """
     deferred = False
 
     def batch(conn: Connection) -> None:
         nonlocal deferred
-        deferred = defer_index and (fulltext.defer_index(conn) or fulltext.is_deferred(conn))
+        deferred = defer_index and (coldload.defer(conn) or coldload.is_deferred(conn))
         graph_changed, code_changed = apply_ops(
             conn, settings, source.id, ops, index_inserts=deferred
         )

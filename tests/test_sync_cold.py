@@ -1,9 +1,9 @@
-"""A cold load (a sync into a store without any file) indexes its text per batch (SQLite).
+"""A cold load (a sync into a SQLite store without any file) builds some things once.
 
-The full-text insert trigger is dropped for the load and put back at its end; every batch
-indexes its own rows inside its transaction, so the index never lags the files, and a sync
-killed mid-load leaves a consistent store whose next sync (of any kind) restores the trigger
-before writing anything.
+The full-text insert trigger and two secondary indexes are dropped for the load and recreated
+at its end (contextgraph.coldload); every batch indexes its own files' text inside its
+transaction, so the index never lags the files, and a sync killed mid-load leaves a consistent
+store whose next sync (of any kind) recreates what was dropped before writing anything.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 from helpers import Writer, snapshot
 from sqlalchemy import text
 
-from contextgraph import ContextGraph, Settings, db, fulltext, meta
+from contextgraph import ContextGraph, Settings, coldload, db, meta
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -77,7 +77,7 @@ def test_a_cold_load_equals_a_row_by_row_load_and_keeps_the_schema(
     with ContextGraph.open(cold_db) as cold, ContextGraph.open(warm_db) as warm:
         assert snapshot(cold) == snapshot(warm)
         with db.read(cold.engine) as conn:
-            assert meta.get(conn, fulltext.DEFERRED_KEY) is None
+            assert meta.get(conn, coldload.DEFERRED_KEY) is None
         assert cold.doctor().ok
     assert _schema(cold_db) == _schema(warm_db)  # the trigger is back, exactly as it was
     assert _index(cold_db) == _index(warm_db)
@@ -89,8 +89,8 @@ def test_a_load_into_a_store_with_files_keeps_the_trigger(
     _notes(write, 3)
     store.sync([vault])
     deferred: list[bool] = []
-    real = fulltext.defer_index
-    monkeypatch.setattr(fulltext, "defer_index", lambda conn: deferred.append(real(conn)))
+    real = coldload.defer
+    monkeypatch.setattr(coldload, "defer", lambda conn: deferred.append(real(conn)))
     other = tmp_path / "other"
     other.mkdir()
     (other / "x.md").write_text("[[Xylophone]] and [[Yak]]\n", encoding="utf-8")
@@ -107,10 +107,10 @@ def _crashed_cold_load(database: Path, vault: Path, settings: Settings) -> None:
     with ContextGraph.open(database, settings=settings) as graph:
         graph.sync([vault])
         with db.write(graph.engine) as conn:
-            assert fulltext.defer_index(conn)
+            assert coldload.defer(conn)
     with sqlite3.connect(database) as conn:
-        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
-    assert "files_fts_insert" not in names
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert not names & {name for _, name in coldload.DEFERRED}
 
 
 @pytest.mark.parametrize("how", ["sync", "sync_paths", "forget"])
@@ -136,13 +136,11 @@ def test_the_next_sync_restores_the_trigger_before_writing(
         else:
             graph.remove_source(graph.sources()[0].name)
         with db.read(graph.engine) as conn:
-            assert meta.get(conn, fulltext.DEFERRED_KEY) is None
+            assert meta.get(conn, coldload.DEFERRED_KEY) is None
         if how != "forget":
             assert [h.uri for h in graph.search("late topic").hits]
         assert graph.doctor().ok
-    assert [s for s in _schema(database) if s[0] == "trigger"] == [
-        s for s in _schema(fresh_schema) if s[0] == "trigger"
-    ]
+    assert _schema(database) == _schema(fresh_schema)
 
 
 def test_a_cold_load_killed_mid_way_is_consistent_and_completed_by_the_next(
@@ -189,7 +187,7 @@ def test_a_cold_load_killed_mid_way_is_consistent_and_completed_by_the_next(
         assert indexed == stored
         live.sync()
         with db.read(live.engine) as conn:
-            assert meta.get(conn, fulltext.DEFERRED_KEY) is None
+            assert meta.get(conn, coldload.DEFERRED_KEY) is None
         assert live.doctor().ok
     with ContextGraph.open(tmp_path / "fresh.db") as fresh:
         fresh.sync([vault])
