@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextgraph.codegraph import CODE_EXTENSIONS, CONFIG_FILENAMES
-from contextgraph.scan import NOTE_EXTENSIONS, file_kind, scan
+from contextgraph.code import CODE_EXTENSIONS, CONFIG_FILENAMES
+from contextgraph.sync.scan import NOTE_EXTENSIONS, file_kind, scan
 
 
 def _paths(root: Path, **kwargs: object) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""The index side of code-aware search (contextgraph.searchterms): same spellings, found cheaply.
+"""The index side of code-aware search (graph.searchterms): same spellings, found cheaply.
 
 ``compound_words`` finds identifier runs from a quick scan for case boundaries and inner
 underscores; it must find exactly what the plain definition (one lookahead regex over every
@@ -13,7 +13,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextgraph.searchterms import (
+from contextgraph.graph.searchterms import (
     MAX_PARTS_CHARS,
     camel_parts,
     compound_words,

@@ -1,7 +1,7 @@
 """A cold load (a sync into a SQLite store without any file) builds some things once.
 
 The full-text insert trigger and two secondary indexes are dropped for the load and recreated
-at its end (contextgraph.coldload); every batch indexes its own files' text inside its
+at its end (contextgraph.sync.coldload); every batch indexes its own files' text inside its
 transaction, so the index never lags the files, and a sync killed mid-load leaves a consistent
 store whose next sync (of any kind) recreates what was dropped before writing anything.
 """
@@ -20,7 +20,9 @@ import pytest
 from helpers import Writer, snapshot
 from sqlalchemy import text
 
-from contextgraph import ContextGraph, Settings, coldload, db, meta
+from contextgraph import ContextGraph, Settings
+from contextgraph.store import db, meta
+from contextgraph.sync import coldload
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -77,7 +79,7 @@ def test_a_cold_load_equals_a_row_by_row_load_and_keeps_the_schema(
     with ContextGraph.open(cold_db) as cold, ContextGraph.open(warm_db) as warm:
         assert snapshot(cold) == snapshot(warm)
         with db.read(cold.engine) as conn:
-            assert meta.get(conn, coldload.DEFERRED_KEY) is None
+            assert not meta.is_stale(conn, coldload.COLD_LOAD)
         assert cold.doctor().ok
     assert _schema(cold_db) == _schema(warm_db)  # the trigger is back, exactly as it was
     assert _index(cold_db) == _index(warm_db)
@@ -110,7 +112,7 @@ def _crashed_cold_load(database: Path, vault: Path, settings: Settings) -> None:
             assert coldload.defer(conn)
     with sqlite3.connect(database) as conn:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    assert not names & {name for _, name in coldload.DEFERRED}
+    assert not names & set(coldload.DEFERRED)
 
 
 @pytest.mark.parametrize("how", ["sync", "sync_paths", "forget"])
@@ -130,13 +132,13 @@ def test_the_next_sync_restores_the_trigger_before_writing(
         if how == "sync":
             graph.sync()
         elif how == "sync_paths":
-            from contextgraph.sync import sync_paths
+            from contextgraph.sync.run import sync_paths
 
             sync_paths(graph.engine, settings, graph.sources()[0].name, ["late.md"])
         else:
             graph.remove_source(graph.sources()[0].name)
         with db.read(graph.engine) as conn:
-            assert meta.get(conn, coldload.DEFERRED_KEY) is None
+            assert not meta.is_stale(conn, coldload.COLD_LOAD)
         if how != "forget":
             assert [h.uri for h in graph.search("late topic").hits]
         assert graph.doctor().ok
@@ -187,7 +189,7 @@ def test_a_cold_load_killed_mid_way_is_consistent_and_completed_by_the_next(
         assert indexed == stored
         live.sync()
         with db.read(live.engine) as conn:
-            assert meta.get(conn, coldload.DEFERRED_KEY) is None
+            assert not meta.is_stale(conn, coldload.COLD_LOAD)
         assert live.doctor().ok
     with ContextGraph.open(tmp_path / "fresh.db") as fresh:
         fresh.sync([vault])
