@@ -125,7 +125,7 @@ def stored_files(
     return {
         path: Existing(fid, kind, size, mtime_ns, digest)
         for chunk in chunks
-        for fid, path, kind, size, mtime_ns, digest in conn.execute(chunk)
+        for fid, path, kind, size, mtime_ns, digest in conn.execute(chunk).all()
     }
 
 
