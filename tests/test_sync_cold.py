@@ -195,3 +195,25 @@ def test_a_cold_load_killed_mid_way_is_consistent_and_completed_by_the_next(
         fresh.sync([vault])
     assert _index(database) == _index(tmp_path / "fresh.db")
     assert _schema(database) == _schema(tmp_path / "fresh.db")
+
+
+def test_a_no_change_sync_does_not_write(
+    store: ContextGraph, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _notes(write, 12)
+    store.sync([vault])
+    writes: list[str] = []
+    real_write = db.write
+
+    def counting_write(*args: object, **kwargs: object) -> object:
+        writes.append("write")
+        return real_write(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(db, "write", counting_write)
+    with db.read(store.engine) as conn:
+        version = meta.graph_version(conn)
+    report = store.sync()
+    assert (report.unchanged, report.added, report.updated, report.deleted) == (12, 0, 0, 0)
+    assert writes == []
+    with db.read(store.engine) as conn:
+        assert meta.graph_version(conn) == version
