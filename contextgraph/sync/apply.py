@@ -451,7 +451,12 @@ def pairs_of(file_ids: Any, *, grouped: bool = True) -> Select[tuple[int, int, i
         .join_from(m1, m2, (m2.c.file_id == m1.c.file_id) & (m1.c.concept_id < m2.c.concept_id))
         .where(m1.c.file_id.in_(file_ids))
     )
-    return query.group_by(m1.c.concept_id, m2.c.concept_id) if grouped else query
+    if not grouped:
+        return query
+    # Sorted as the pairs were when Python counted them: PostgreSQL keeps rows in insertion
+    # order, and a read without a total ORDER BY (expand's ties) must still meet them so.
+    pair = (m1.c.concept_id, m2.c.concept_id)
+    return query.group_by(*pair).order_by(*pair)
 
 
 @cache
