@@ -6,8 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from contextgraph.sync.scan import file_kind, scan
+from contextgraph.code import CODE_EXTENSIONS, CONFIG_FILENAMES
+from contextgraph.sync.scan import NOTE_EXTENSIONS, file_kind, scan
 
 
 def _paths(root: Path, **kwargs: object) -> dict[str, str]:
@@ -22,6 +25,22 @@ def test_file_kinds_come_from_the_name() -> None:
     assert file_kind("tsconfig.json") == "config"
     assert file_kind("picture.png") is None
     assert file_kind("notes.txt") is None
+
+
+def _kind_by_splitext(name: str) -> str | None:
+    if name in CONFIG_FILENAMES:
+        return "config"
+    suffix = os.path.splitext(name)[1].lower()
+    if suffix in NOTE_EXTENSIONS:
+        return "note"
+    return "code" if suffix in CODE_EXTENSIONS else None
+
+
+@given(st.text(alphabet=".amdpyMDPYj s", max_size=8) | st.sampled_from(sorted(CONFIG_FILENAMES)))
+def test_file_kind_takes_the_suffix_as_splitext_does(name: str) -> None:
+    assert file_kind(name) == _kind_by_splitext(name)
+    for edge in ("..md", ".md", "...", "a.", "a..md", ".a.md", "x.tar.py", "a.md.", "..x.md"):
+        assert file_kind(edge) == _kind_by_splitext(edge)
 
 
 def test_scan_lists_notes_code_and_configs_with_posix_paths_and_stats(tmp_path: Path) -> None:

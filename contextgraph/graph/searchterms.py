@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 # An identifier-like run: letters, digits and underscores (ASCII; other scripts have no case
 # boundaries worth splitting at).
@@ -31,45 +32,75 @@ _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _FRONTMATTER = re.compile(
     r"\A---[ \t]*\r?\n(?:.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL
 )
-# An identifier with another spelling: an underscore between two word characters, or a case
-# boundary (aB, a1B, ABc), anywhere in a run of identifier characters.
-_COMPOUND = re.compile(
-    r"(?<![A-Za-z0-9_])"
-    r"(?=[A-Za-z0-9_]*?(?:[A-Za-z0-9]_+[A-Za-z0-9]|[a-z0-9][A-Z]|[A-Z][A-Z][a-z]))"
-    r"[A-Za-z0-9_]{2,}"
+# Where an identifier has another spelling: the second letter of a case boundary (aB, a1B, the
+# B of ABc) or the first of the underscores between two letters or digits. The pattern starts
+# with a character class, so the regex engine skips every other character in C: a note without
+# one costs a single quick scan. Any identifier run holding such a position is a compound word
+# (runs are maximal, so what the lookarounds see lies in the same run).
+_HINT = re.compile(
+    r"[A-Z_](?:(?<=[a-z0-9][A-Z])|(?<=[A-Z][A-Z])(?=[a-z])|(?<=[A-Za-z0-9]_)(?=_*[A-Za-z0-9]))"
 )
+_RUN_END = re.compile(r"[A-Za-z0-9_]*")
+_IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 MAX_PARTS_CHARS = 200_000  # a huge generated file does not get a second copy of itself
 
 
 def camel_parts(token: str) -> list[str]:
     """Split one token at its case boundaries: ``HTTPServerV2`` → http server v2."""
-    return [p.lower() for p in _CAMEL.findall(token)] or [token.lower()]
+    return list(_camel_parts(token))
 
 
+@lru_cache(maxsize=1 << 16)
+def _camel_parts(token: str) -> tuple[str, ...]:
+    return tuple(p.lower() for p in _CAMEL.findall(token)) or (token.lower(),)
+
+
+@lru_cache(maxsize=1 << 16)
 def spellings(word: str) -> tuple[str, str | None, str | None]:
     """The ways the index may hold ``word``: (as tokenized, joined, case-split).
 
     ``token_validator`` → ("token validator", "tokenvalidator", None);
     ``TokenValidator`` → ("tokenvalidator", None, "token validator");
     ``get_HTTPServer`` → ("get httpserver", "gethttpserver", "get http server").
-    A spelling is ``None`` where it equals the tokenized one.
+    A spelling is ``None`` where it equals the tokenized one. Cached: a vault repeats its words.
     """
     pieces = [p for p in word.split("_") if p]
     tokenized = " ".join(p.lower() for p in pieces)
     joined = "".join(p.lower() for p in pieces) if len(pieces) > 1 else None
-    split = " ".join(part for p in pieces for part in camel_parts(p))
+    split = " ".join(part for p in pieces for part in _camel_parts(p))
     return tokenized, joined, (split if split != tokenized else None)
+
+
+def compound_words(text: str) -> list[str]:
+    """The identifier runs of ``text`` (``[A-Za-z0-9_]``, maximal) that have another spelling.
+
+    Each once, in order of first appearance: a run with an inner underscore between two letters
+    or digits, or a case boundary (``aB``, ``a1B``, ``ABc``).
+    """
+    found: dict[str, None] = {}
+    search, end_of, ident = _HINT.search, _RUN_END.match, _IDENT_CHARS
+    match = search(text)
+    while match is not None:
+        start = match.start()
+        while start and text[start - 1] in ident:
+            start -= 1
+        tail = end_of(text, match.end())  # always matches (maybe the empty string)
+        end = tail.end() if tail else match.end()
+        found[text[start:end]] = None
+        match = search(text, end)
+    return list(found)
 
 
 def identifier_parts(text: str) -> str:
     """The other spellings of the identifiers in ``text``, one per line, each once.
 
-    Only words with an inner underscore or a case boundary have another spelling; a regex (in
-    C) finds just those, and each distinct word is spelled once, so prose costs almost nothing.
+    Only words with an inner underscore or a case boundary have another spelling, and a prose
+    text usually has none, so :func:`compound_words` finds just those (in C) and each distinct
+    word is spelled once (:func:`spellings` is cached across files).
     """
     seen: dict[str, None] = {}
     size = 0
-    for word in dict.fromkeys(_COMPOUND.findall(text)):
+    for word in compound_words(text):
         _, joined, split = spellings(word)
         for spelling in (joined, split):
             if spelling and spelling not in seen:
@@ -129,23 +160,29 @@ def symbol_names(facts: str | None) -> list[str]:
 
 def meta_terms(path: str, text: str | None, facts: str | None) -> str:
     """Path words, first heading and defined symbol names: what the index weighs highest."""
+    return meta_terms_of(path, text, symbol_names(facts))
+
+
+def meta_terms_of(path: str, text: str | None, symbols: Iterable[str]) -> str:
+    """:func:`meta_terms` with the symbols' qualified names given (no facts to parse)."""
     parts = [path.replace("/", " ").replace(".", " ")]
     if text is not None and path.lower().endswith(".md"):
         heading = first_heading(text)
         if heading:
             parts.append(heading)
-    names = [*re.split(r"[/.]", path), *symbol_names(facts)]
-    parts.extend(_words(names))
+    parts.extend(_words([*re.split(r"[/.]", path), *symbols]))
     return "\n".join(parts)
 
 
 __all__ = [
     "body_start",
     "camel_parts",
+    "compound_words",
     "display_title",
     "first_heading",
     "identifier_parts",
     "meta_terms",
+    "meta_terms_of",
     "spellings",
     "symbol_names",
 ]

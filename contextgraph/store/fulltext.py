@@ -204,4 +204,21 @@ def _tokens(match: str) -> list[tuple[str, str, int]]:
     return out
 
 
-__all__ = ["TS_CONFIG", "FullText", "full_text", "top_level_terms"]
+# --- a cold load indexes each batch in one statement (contextgraph.sync.coldload) -----------------
+
+
+def index_files(conn: Connection, file_ids: Sequence[int]) -> None:
+    """Index the given ``files`` rows (SQLite), as the insert trigger would have, in one statement.
+
+    For a cold load, which drops that trigger (:mod:`contextgraph.sync.coldload`).
+    """
+    from contextgraph.store.sqlcore import chunked
+
+    names = [str(r[1]) for r in conn.exec_driver_sql("PRAGMA table_info(files_fts)")]
+    cols = ", ".join(names)  # the index's columns, which external content names as in files
+    for chunk in chunked(file_ids):
+        rows = f"SELECT id, {cols} FROM files WHERE id IN ({', '.join('?' * len(chunk))})"
+        conn.exec_driver_sql(f"INSERT INTO files_fts(rowid, {cols}) {rows}", tuple(chunk))
+
+
+__all__ = ["TS_CONFIG", "FullText", "full_text", "index_files", "top_level_terms"]

@@ -6,10 +6,10 @@ URIs are built in Python and in SQL the same way.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import literal
-from sqlalchemy.sql.elements import ColumnElement
+if TYPE_CHECKING:
+    from sqlalchemy.sql.elements import ColumnElement
 
 URI_PREFIX = "memory://"
 
@@ -21,6 +21,9 @@ def file_uri(source: str, path: str) -> str:
 
 def file_uri_sql(source: ColumnElement[Any], path: ColumnElement[Any]) -> ColumnElement[str]:
     """The SQL expression of :func:`file_uri` over a source-name and a path column."""
+    # Imported here: sync's extraction workers hash files with this module, and need no SQL.
+    from sqlalchemy import literal
+
     uri: ColumnElement[str] = literal(URI_PREFIX) + source + literal("/") + path
     return uri
 

@@ -14,17 +14,33 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from sqlalchemy import Connection, bindparam, delete, insert, literal_column, select, update
+from sqlalchemy import (
+    Connection,
+    Select,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    literal_column,
+    select,
+    update,
+)
+from sqlalchemy.sql.dml import Insert as InsertStatement
 
 from contextgraph.settings import Settings
-from contextgraph.store.dialect import insert_ignore, upsert
+from contextgraph.store.dialect import SQLITE, insert_ignore, name_of, upsert
+from contextgraph.store.fulltext import index_files
 from contextgraph.store.meta import bump_version
 from contextgraph.store.models import ConceptRelation, Entity, File, Mention, table_of
 from contextgraph.store.sqlcore import chunked, driver_sql
-from contextgraph.sync.ingest import Prepared
+
+if TYPE_CHECKING:
+    from contextgraph.sync.ingest import Prepared
 
 T_FILES = table_of(File)
 T_ENTITIES = table_of(Entity)
@@ -35,9 +51,8 @@ T_CREL = table_of(ConceptRelation)
 # --- what to do with one file -----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Existing:
-    """A file as the store has it."""
+class Existing(NamedTuple):
+    """A file as the store has it (a tuple: a no-change sync builds one per stored file)."""
 
     id: int
     kind: str
@@ -108,9 +123,9 @@ def stored_files(
         [query] if paths is None else [query.where(T_FILES.c.path.in_(c)) for c in chunked(paths)]
     )
     return {
-        r.path: Existing(r.id, r.kind, r.size, r.mtime_ns, r.hash)
+        path: Existing(fid, kind, size, mtime_ns, digest)
         for chunk in chunks
-        for r in conn.execute(chunk)
+        for fid, path, kind, size, mtime_ns, digest in conn.execute(chunk).all()
     }
 
 
@@ -131,71 +146,90 @@ _FILE_COLUMNS = (
     "pairs",
     "warning",
 )
-SQL_STAT = driver_sql(
-    update(T_FILES)
-    .where(T_FILES.c.id == bindparam("id_"))
-    .values(size=bindparam("size"), mtime_ns=bindparam("mtime_ns"), modified=bindparam("modified"))
-)
-SQL_RENAME = driver_sql(
-    update(T_FILES)
-    .where(T_FILES.c.id == bindparam("id_"))
-    .values(
-        path=bindparam("path"),
-        size=bindparam("size"),
-        mtime_ns=bindparam("mtime_ns"),
-        modified=bindparam("modified"),
-        search_meta=bindparam("search_meta"),  # the path's words are indexed
+
+
+@dataclass(frozen=True)
+class _Statements:
+    """The driver-level SQL of a batch's bulk writes (SQLite text; PostgreSQL translates it)."""
+
+    stat: str
+    rename: str
+    update_file: str
+    insert_file: str
+    insert_concept: str
+    insert_mention: str
+    sub_pair: str
+    drop_pair: str
+
+
+@cache
+def _sql() -> _Statements:
+    # Compiled on first use, not at import: a sync with nothing to write never needs them.
+    return _Statements(
+        stat=driver_sql(
+            update(T_FILES)
+            .where(T_FILES.c.id == bindparam("id_"))
+            .values(
+                size=bindparam("size"),
+                mtime_ns=bindparam("mtime_ns"),
+                modified=bindparam("modified"),
+            )
+        ),
+        rename=driver_sql(
+            update(T_FILES)
+            .where(T_FILES.c.id == bindparam("id_"))
+            .values(
+                path=bindparam("path"),
+                size=bindparam("size"),
+                mtime_ns=bindparam("mtime_ns"),
+                modified=bindparam("modified"),
+                search_meta=bindparam("search_meta"),  # the path's words are indexed
+            )
+        ),
+        update_file=driver_sql(
+            update(T_FILES)
+            .where(T_FILES.c.id == bindparam("id_"))
+            .values({c: bindparam(c) for c in _FILE_COLUMNS})
+        ),
+        insert_file=driver_sql(
+            insert(T_FILES).values(
+                {
+                    c: bindparam(c)
+                    for c in ("source_id", "path", "kind", "last_accessed", *_FILE_COLUMNS)
+                }
+            )
+        ),
+        insert_concept=driver_sql(
+            lambda d: insert_ignore(
+                T_ENTITIES,
+                ["kind", "key"],
+                dialect=d,
+                values={
+                    "kind": bindparam("kind"),
+                    "key": bindparam("k"),
+                    "name": bindparam("k"),
+                    "name_lower": bindparam("k"),
+                },
+            )
+        ),
+        insert_mention=driver_sql(
+            insert(T_MENTIONS).values(
+                file_id=bindparam("f"), concept_id=bindparam("c"), count=bindparam("n")
+            )
+        ),
+        sub_pair=driver_sql(
+            update(T_CREL)
+            .where(T_CREL.c.a_id == bindparam("a"), T_CREL.c.b_id == bindparam("b"))
+            .values(count=T_CREL.c.count - bindparam("n"))
+        ),
+        drop_pair=driver_sql(
+            delete(T_CREL).where(
+                T_CREL.c.a_id == bindparam("a"),
+                T_CREL.c.b_id == bindparam("b"),
+                T_CREL.c.count <= literal_column("0"),
+            )
+        ),
     )
-)
-SQL_UPDATE_FILE = driver_sql(
-    update(T_FILES)
-    .where(T_FILES.c.id == bindparam("id_"))
-    .values({c: bindparam(c) for c in _FILE_COLUMNS})
-)
-SQL_INSERT_FILE = driver_sql(
-    insert(T_FILES).values(
-        {c: bindparam(c) for c in ("source_id", "path", "kind", "last_accessed", *_FILE_COLUMNS)}
-    )
-)
-SQL_INSERT_CONCEPT = driver_sql(
-    lambda d: insert_ignore(
-        T_ENTITIES,
-        ["kind", "key"],
-        dialect=d,
-        values={
-            "kind": bindparam("kind"),
-            "key": bindparam("k"),
-            "name": bindparam("k"),
-            "name_lower": bindparam("k"),
-        },
-    )
-)
-SQL_INSERT_MENTION = driver_sql(
-    insert(T_MENTIONS).values(
-        file_id=bindparam("f"), concept_id=bindparam("c"), count=bindparam("n")
-    )
-)
-SQL_ADD_PAIR = driver_sql(
-    lambda d: upsert(
-        T_CREL,
-        ["a_id", "b_id"],
-        lambda excluded: {"count": T_CREL.c.count + excluded.count},
-        dialect=d,
-        values={"a_id": bindparam("a"), "b_id": bindparam("b"), "count": bindparam("n")},
-    )
-)
-SQL_SUB_PAIR = driver_sql(
-    update(T_CREL)
-    .where(T_CREL.c.a_id == bindparam("a"), T_CREL.c.b_id == bindparam("b"))
-    .values(count=T_CREL.c.count - bindparam("n"))
-)
-SQL_DROP_PAIR = driver_sql(
-    delete(T_CREL).where(
-        T_CREL.c.a_id == bindparam("a"),
-        T_CREL.c.b_id == bindparam("b"),
-        T_CREL.c.count <= literal_column("0"),
-    )
-)
 
 
 # --- applying a batch -------------------------------------------------------------------------
@@ -210,9 +244,18 @@ def _changes_code(op: FileOp) -> bool:
 
 
 def apply_ops(
-    conn: Connection, settings: Settings, source_id: int, ops: list[FileOp]
+    conn: Connection,
+    settings: Settings,
+    source_id: int,
+    ops: list[FileOp],
+    *,
+    index_inserts: bool = False,
 ) -> tuple[bool, bool]:
-    """Move every file of ``ops`` to its new state; return (concept graph changed, code changed)."""
+    """Move every file of ``ops`` to its new state; return (concept graph changed, code changed).
+
+    ``index_inserts``: SQLite's full-text insert trigger is off (a cold load), so the inserted
+    rows are indexed here (:func:`contextgraph.store.fulltext.index_files`).
+    """
     code_changed = any(_changes_code(op) for op in ops)
     stats = [op for op in ops if isinstance(op, Stat)]
     renames = [op for op in ops if isinstance(op, Rename)]
@@ -221,7 +264,7 @@ def apply_ops(
     inserts = [op for op in ops if isinstance(op, Insert)]
     if stats:
         conn.exec_driver_sql(
-            SQL_STAT,
+            _sql().stat,
             [
                 {
                     "id_": op.old.id,
@@ -234,7 +277,7 @@ def apply_ops(
         )
     if renames:
         conn.exec_driver_sql(
-            SQL_RENAME,
+            _sql().rename,
             [
                 {
                     "id_": op.old.id,
@@ -264,13 +307,13 @@ def apply_ops(
         conn.execute(delete(T_FILES).where(T_FILES.c.id.in_(chunk)))
     if updates:
         conn.exec_driver_sql(
-            SQL_UPDATE_FILE,
+            _sql().update_file,
             [{"id_": op.old.id, **file_values(op.new, settings)} for op in updates],
         )
     new_ids: dict[str, int] = {}
     if inserts:
         conn.exec_driver_sql(
-            SQL_INSERT_FILE,
+            _sql().insert_file,
             [
                 {
                     "source_id": source_id,
@@ -283,13 +326,10 @@ def apply_ops(
             ],
         )
         for paths in chunked([op.path for op in inserts]):
-            new_ids.update(
-                conn.execute(
-                    select(T_FILES.c.path, T_FILES.c.id).where(
-                        T_FILES.c.source_id == source_id, T_FILES.c.path.in_(paths)
-                    )
-                ).all()
-            )
+            rows = conn.execute(_statement("file_ids"), {"source": source_id, "paths": list(paths)})
+            new_ids.update(rows.all())
+        if index_inserts:
+            index_files(conn, sorted(new_ids.values()))
 
     applied = [(op.old.id, op.new) for op in graph_updates]
     applied += [(new_ids[op.path], op.new) for op in inserts]
@@ -368,8 +408,8 @@ def retract(conn: Connection, file_ids: list[int]) -> set[int]:
         conn.execute(delete(T_MENTIONS).where(T_MENTIONS.c.file_id.in_(chunk)))
     if decrements:
         rows = [{"a": a, "b": b, "n": n} for (a, b), n in sorted(decrements.items())]
-        conn.exec_driver_sql(SQL_SUB_PAIR, rows)
-        conn.exec_driver_sql(SQL_DROP_PAIR, [{"a": r["a"], "b": r["b"]} for r in rows])
+        conn.exec_driver_sql(_sql().sub_pair, rows)
+        conn.exec_driver_sql(_sql().drop_pair, [{"a": r["a"], "b": r["b"]} for r in rows])
     return touched
 
 
@@ -378,31 +418,79 @@ def apply_concepts(
 ) -> None:
     """Insert the mentions of freshly read notes and add their co-occurrence pairs."""
     names = sorted({name for _, p in applied for name, _ in p.concepts})
-    conn.exec_driver_sql(SQL_INSERT_CONCEPT, [{"kind": "concept", "k": n} for n in names])
+    ids = _concept_ids(conn, names)
+    missing = [name for name in names if name not in ids]  # in name order, as before
+    if missing:
+        conn.exec_driver_sql(_sql().insert_concept, [{"kind": "concept", "k": n} for n in missing])
+        ids.update(_concept_ids(conn, missing))
+    mentions = [{"f": f, "c": ids[name], "n": n} for f, p in applied for name, n in p.concepts]
+    conn.exec_driver_sql(_sql().insert_mention, mentions)
+    with_pairs = [fid for fid, p in applied if len(p.concepts) <= settings.max_concepts_per_file]
+    statement = _add_pairs_statement(name_of(conn))
+    for files in chunked(with_pairs):
+        conn.execute(statement, {"files": list(files)})
+
+
+def _concept_ids(conn: Connection, names: Sequence[str]) -> dict[str, int]:
+    """name -> id of the given concepts the store has."""
     ids: dict[str, int] = {}
     for chunk in chunked(names):
-        ids.update(
-            conn.execute(
-                select(T_ENTITIES.c.key, T_ENTITIES.c.id).where(
-                    T_ENTITIES.c.kind == "concept", T_ENTITIES.c.key.in_(chunk)
-                )
-            ).all()
+        ids.update(conn.execute(_statement("concept_ids"), {"keys": list(chunk)}).all())
+    return ids
+
+
+def pairs_of(file_ids: Any, *, grouped: bool = True) -> Select[tuple[int, int, int]]:
+    """(a_id, b_id, notes) of every concept pair the given files mention together, a < b.
+
+    The counting runs in the database (one self-join of ``mentions``), not in Python. Not
+    ``grouped``, it gives one row (count 1) per file and pair.
+    """
+    m1, m2 = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2")
+    query = (
+        select(m1.c.concept_id, m2.c.concept_id, func.count() if grouped else literal(1))
+        .join_from(m1, m2, (m2.c.file_id == m1.c.file_id) & (m1.c.concept_id < m2.c.concept_id))
+        .where(m1.c.file_id.in_(file_ids))
+    )
+    if not grouped:
+        return query
+    # Sorted as the pairs were when Python counted them: PostgreSQL keeps rows in insertion
+    # order, and a read without a total ORDER BY (expand's ties) must still meet them so.
+    pair = (m1.c.concept_id, m2.c.concept_id)
+    return query.group_by(*pair).order_by(*pair)
+
+
+@cache
+def _statement(name: str) -> Any:
+    """A Core statement of a batch, built once (its parameters bound by name when run)."""
+    if name == "concept_ids":
+        return select(T_ENTITIES.c.key, T_ENTITIES.c.id).where(
+            T_ENTITIES.c.kind == "concept", T_ENTITIES.c.key.in_(bindparam("keys", expanding=True))
         )
-    mention_rows = []
-    increments: Counter[tuple[int, int]] = Counter()
-    for fid, p in applied:
-        cids = []
-        for name, count in p.concepts:
-            cid = ids[name]
-            cids.append(cid)
-            mention_rows.append({"f": fid, "c": cid, "n": count})
-        if len(cids) <= settings.max_concepts_per_file:
-            increments.update(combinations(sorted(cids), 2))
-    conn.exec_driver_sql(SQL_INSERT_MENTION, mention_rows)
-    if increments:
-        conn.exec_driver_sql(
-            SQL_ADD_PAIR, [{"a": a, "b": b, "n": n} for (a, b), n in sorted(increments.items())]
+    if name == "file_ids":
+        return select(T_FILES.c.path, T_FILES.c.id).where(
+            T_FILES.c.source_id == bindparam("source"),
+            T_FILES.c.path.in_(bindparam("paths", expanding=True)),
         )
+    raise KeyError(name)
+
+
+@cache
+def _add_pairs_statement(dialect: str) -> InsertStatement:
+    """Add the pairs of the files bound as ``files`` to ``concept_relations`` (an upsert).
+
+    SQLite applies an upsert row by row, so it takes one row per file and pair and skips the
+    grouping sort; PostgreSQL refuses to update one row twice in a statement, so it groups.
+    """
+    statement: InsertStatement = upsert(
+        T_CREL,
+        ["a_id", "b_id"],
+        lambda excluded: {"count": T_CREL.c.count + excluded.count},
+        dialect=dialect,
+    ).from_select(
+        ["a_id", "b_id", "count"],
+        pairs_of(bindparam("files", expanding=True), grouped=dialect != SQLITE),
+    )
+    return statement
 
 
 def delete_orphan_concepts(conn: Connection, concept_ids: set[int]) -> None:

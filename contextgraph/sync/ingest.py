@@ -7,10 +7,10 @@ in a process pool) and writes the results in short transactions.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
-from contextgraph.graph.searchterms import identifier_parts, meta_terms
+from contextgraph.graph.searchterms import identifier_parts, meta_terms_of
 from contextgraph.store.identity import content_hash
 
 Status = Literal["new", "same", "failed"]
@@ -79,17 +79,24 @@ def prepare(job: Job) -> Prepared:
         warnings.append("not valid UTF-8: decoded with replacement characters")
     if text.startswith("\ufeff"):
         text = text[1:]
-    common = {"size": size, "mtime_ns": mtime_ns, "hash": digest, "text": text}
+    common = {
+        "size": size,
+        "mtime_ns": mtime_ns,
+        "hash": digest,
+        "text": text,
+        "search_parts": identifier_parts(text),
+    }
     if job.kind == "note":
-        prepared = _prepare_note(job, text, warnings, common)
-    elif job.kind == "code":
-        prepared = _prepare_code(job, text, warnings, common)
-    else:
-        prepared = Prepared(job.path, job.kind, "new", warnings=tuple(warnings), **common)  # type: ignore[arg-type]
-    return replace(
-        prepared,
-        search_meta=meta_terms(job.path, text, prepared.facts),
-        search_parts=identifier_parts(text),
+        return _prepare_note(job, text, warnings, common)
+    if job.kind == "code":
+        return _prepare_code(job, text, warnings, common)
+    return Prepared(
+        job.path,
+        job.kind,
+        "new",
+        warnings=tuple(warnings),
+        search_meta=meta_terms_of(job.path, text, ()),
+        **common,  # type: ignore[arg-type]
     )
 
 
@@ -108,6 +115,7 @@ def _prepare_note(job: Job, text: str, warnings: list[str], common: dict[str, ob
         concepts=tuple(facts.concepts.items()),
         dropped=facts.dropped,
         warnings=tuple(warnings),
+        search_meta=meta_terms_of(job.path, text, ()),
         **common,  # type: ignore[arg-type]
     )
 
@@ -115,13 +123,15 @@ def _prepare_note(job: Job, text: str, warnings: list[str], common: dict[str, ob
 def _prepare_code(job: Job, text: str, warnings: list[str], common: dict[str, object]) -> Prepared:
     from contextgraph.code import CodeParseError, parse_code
 
+    facts: str | None = None
+    symbols: list[str] = []
     try:
-        facts: str | None = parse_code(job.path, text).to_json()
+        parsed = parse_code(job.path, text)
+        facts = parsed.to_json()
+        symbols = [s.qualname for s in parsed.symbols]
     except CodeParseError as exc:
-        facts = None
         warnings.append(f"does not parse: {exc}")
     except RecursionError:
-        facts = None
         warnings.append("does not parse: nested too deeply")
     return Prepared(
         job.path,
@@ -129,5 +139,6 @@ def _prepare_code(job: Job, text: str, warnings: list[str], common: dict[str, ob
         "new",
         facts=facts,
         warnings=tuple(warnings),
+        search_meta=meta_terms_of(job.path, text, symbols),
         **common,  # type: ignore[arg-type]
     )

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, delete
+from sqlalchemy import Connection, Engine, delete, select
 
 from contextgraph.errors import NotFound, SyncInProgress
 from contextgraph.graph.stats import counts
@@ -31,6 +31,7 @@ from contextgraph.store import db, meta
 from contextgraph.store.dialect import is_postgresql
 from contextgraph.store.models import File, Source, table_of
 from contextgraph.store.sources import SourceInfo, list_sources
+from contextgraph.sync import coldload
 from contextgraph.sync.apply import (
     Delete,
     Existing,
@@ -42,10 +43,8 @@ from contextgraph.sync.apply import (
     apply_ops,
     stored_files,
 )
-from contextgraph.sync.codesync import rebuild_code_graph
 from contextgraph.sync.ingest import Job, Prepared, prepare
 from contextgraph.sync.scan import SKIPPED_DIRS, ScannedFile, file_kind, scan
-from contextgraph.sync.workers import process_pool
 
 T_FILES = table_of(File)
 T_SOURCES = table_of(Source)
@@ -168,6 +167,9 @@ def run_sync(
         report.phases["lock"] = time.perf_counter() - started
         with db.read(engine) as conn:
             registered = list_sources(conn)
+            unfinished = _cold_load_unfinished(conn)
+        if unfinished:
+            _finish_cold_load(engine, settings)
         chosen = [s for s in registered if sources is None or s.name in sources]
         exclude = _database_files(db_path)
         for source in chosen:
@@ -207,6 +209,9 @@ def sync_paths(
     started = time.perf_counter()
     with db.read(engine) as conn:
         registered = list_sources(conn)
+        unfinished = _cold_load_unfinished(conn)
+    if unfinished:
+        _finish_cold_load(engine, settings)
     found = [s for s in registered if s.name == source]
     if not found:
         raise NotFound(f"no source named {source!r}")
@@ -241,11 +246,14 @@ def forget_source(engine: Engine, settings: Settings, source: SourceInfo) -> Syn
             ops: list[FileOp] = [
                 Delete(path, old) for path, old in stored_files(conn, source.id).items()
             ]
+            unfinished = _cold_load_unfinished(conn)
+        if unfinished:
+            _finish_cold_load(engine, settings)
         for start in range(0, len(ops), settings.batch_files):
             _write_batch(
                 engine, settings, source, ops[start : start + settings.batch_files], report
             )
-        rebuild_code_graph(engine, source.id)  # drops the packages only this source imported
+        _rebuild_code_graph(engine, source.id)  # drops the packages only this source imported
         with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
             conn.execute(delete(T_SOURCES).where(T_SOURCES.c.id == source.id))
             meta.clear_stale(conn, meta.code_graph(source.id))
@@ -312,7 +320,7 @@ def _finish(
     t = time.perf_counter()
     for source in sources:
         if _is_stale(engine, meta.code_graph(source.id)):
-            rebuild_code_graph(engine, source.id)
+            _rebuild_code_graph(engine, source.id)
     report.phases["codegraph"] = time.perf_counter() - t
     t = time.perf_counter()
     if _is_stale(engine, meta.COMMUNITIES):
@@ -323,6 +331,14 @@ def _finish(
     _refresh_weights(engine, settings)
     report.phases["weights"] = time.perf_counter() - t
     _count(engine, report)
+
+
+def _rebuild_code_graph(engine: Engine, source_id: int) -> None:
+    # Not at module level: the code graph builder (resolution, tsconfig) is only needed by a
+    # sync that changed code, and a no-change sync should not pay for importing it.
+    from contextgraph.sync.codesync import rebuild_code_graph
+
+    rebuild_code_graph(engine, source_id)
 
 
 def _recompute_communities(engine: Engine, settings: Settings, report: SyncReport) -> None:
@@ -409,7 +425,16 @@ def _reconcile(
         by_hash[(gone[path].hash, gone[path].kind)].append(gone[path])
 
     t = time.perf_counter()
+    # A load into a store without any file builds some indexes once, not per row (coldload.py).
+    cold = bool(jobs) and not existing and _store_is_empty(engine)
+    deferred = False
     pending: list[FileOp] = []
+
+    def flush() -> None:
+        nonlocal deferred, pending
+        deferred = _write_batch(engine, settings, source, pending, report, cold) or deferred
+        pending = []
+
     for done, prepared in enumerate(_prepare_all(jobs, settings), start=1):
         op = _classify(prepared, existing.get(prepared.path), by_hash, gone, source, report)
         if len(prepared.concepts) > settings.max_concepts_per_file:
@@ -424,18 +449,36 @@ def _reconcile(
         if op is not None:
             pending.append(op)
         if len(pending) >= settings.batch_files:
-            _write_batch(engine, settings, source, pending, report)
-            pending = []
+            flush()
         if progress is not None:
             progress(done, len(jobs))
     for path in sorted(gone):
         pending.append(Delete(path, gone[path]))
         if len(pending) >= settings.batch_files:
-            _write_batch(engine, settings, source, pending, report)
-            pending = []
+            flush()
     if pending:
-        _write_batch(engine, settings, source, pending, report)
+        flush()
+    if deferred:
+        _finish_cold_load(engine, settings)
     report.phases["files"] = report.phases.get("files", 0.0) + time.perf_counter() - t
+
+
+def _store_is_empty(engine: Engine) -> bool:
+    """True on SQLite when no source has any file stored (a cold load: see coldload.py)."""
+    if is_postgresql(engine):
+        return False  # its index is a column computed per row: nothing to defer
+    with db.read(engine) as conn:
+        return conn.execute(select(T_FILES.c.id).limit(1)).first() is None
+
+
+def _cold_load_unfinished(conn: Connection) -> bool:
+    """True when a cold load was killed before it recreated what it dropped (coldload.py)."""
+    return coldload.is_deferred(conn)
+
+
+def _finish_cold_load(engine: Engine, settings: Settings) -> None:
+    with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
+        coldload.restore(conn)
 
 
 def _classify(
@@ -479,17 +522,34 @@ def _prepare_all(jobs: list[Job], settings: Settings) -> Iterable[Prepared]:
         for job in jobs:
             yield prepare(job)
         return
+    from contextgraph.sync.workers import process_pool  # multiprocessing: only for a large sync
+
     with process_pool(workers) as pool:  # its workers die with this process, however it ends
         yield from pool.map(prepare, jobs, chunksize=32)
 
 
 def _write_batch(
-    engine: Engine, settings: Settings, source: SourceInfo, ops: list[FileOp], report: SyncReport
-) -> None:
-    """Apply one batch of file changes in one short write transaction."""
+    engine: Engine,
+    settings: Settings,
+    source: SourceInfo,
+    ops: list[FileOp],
+    report: SyncReport,
+    defer_index: bool = False,
+) -> bool:
+    """Apply one batch of file changes in one short write transaction.
+
+    With ``defer_index`` (a batch of a cold load, SQLite) what :mod:`contextgraph.sync.coldload`
+    builds once is dropped if it is still there, and the batch indexes its inserted rows'
+    text itself; returns whether the load is deferred.
+    """
+    deferred = False
 
     def batch(conn: Connection) -> None:
-        graph_changed, code_changed = apply_ops(conn, settings, source.id, ops)
+        nonlocal deferred
+        deferred = defer_index and (coldload.defer(conn) or coldload.is_deferred(conn))
+        graph_changed, code_changed = apply_ops(
+            conn, settings, source.id, ops, index_inserts=deferred
+        )
         if graph_changed:
             meta.mark_stale(conn, meta.COMMUNITIES)
         if code_changed:
@@ -498,6 +558,7 @@ def _write_batch(
     # One transaction; PostgreSQL reruns it after a serialization failure or deadlock.
     db.run_write(engine, batch, retry_seconds=settings.lock_retry_seconds)
     report.deleted += sum(1 for op in ops if isinstance(op, Delete))
+    return deferred
 
 
 def _is_stale(engine: Engine, name: str) -> bool:

@@ -7,6 +7,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from contextgraph.code import CODE_EXTENSIONS, CONFIG_FILENAMES
 
@@ -16,8 +17,7 @@ SKIPPED_DIRS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class ScannedFile:
+class ScannedFile(NamedTuple):
     """A candidate file: its source-relative posix path and the stat that change detection uses."""
 
     path: str
@@ -37,7 +37,9 @@ def file_kind(name: str) -> str | None:
     """Classify a file name as note, code or config (None: not ours)."""
     if name in CONFIG_FILENAMES:
         return "config"
-    suffix = os.path.splitext(name)[1].lower()
+    # os.path.splitext's suffix (a name of dots and one suffix has none), without its cost
+    dot = name.rfind(".")
+    suffix = name[dot:].lower() if dot > 0 and name[:dot].strip(".") else ""
     if suffix in NOTE_EXTENSIONS:
         return "note"
     if suffix in CODE_EXTENSIONS:
@@ -73,37 +75,42 @@ def scan(root: Path, *, exclude: Iterable[Path] = ()) -> ScanResult:
         subdirs: list[tuple[str, str]] = []
         for entry in entries:
             name = entry.name
-            rel = f"{rel_dir}/{name}" if rel_dir else name
             if name.startswith("."):
                 continue
-            try:
-                rel.encode("utf-8")
-            except UnicodeEncodeError:
+            if not name.isascii() and not _is_utf8(name):  # the folder's part passed already
+                rel = f"{rel_dir}/{name}" if rel_dir else name
                 result.problems.append(
                     (rel.encode("utf-8", "replace").decode(), "file name is not valid UTF-8")
                 )
                 continue
             try:
-                is_link = entry.is_symlink()
-                if is_link:
+                if entry.is_symlink():
                     target = os.path.realpath(entry.path)
                     if not _inside(target, str(real_root)):
                         continue  # never follow a link out of the source
                     st = os.stat(entry.path)
+                    is_dir = stat.S_ISDIR(st.st_mode)
                 else:
-                    target = entry.path
-                    st = entry.stat(follow_symlinks=False)
+                    # The type comes with the listing: only a file of ours needs its own stat.
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    st = None
             except OSError:
                 continue  # dangling link, or vanished since the listing
-            if stat.S_ISDIR(st.st_mode):
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if is_dir:
                 if name in SKIPPED_DIRS or os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
                     continue
                 subdirs.append((entry.path, rel))
                 continue
-            if not stat.S_ISREG(st.st_mode):
-                continue
             kind = file_kind(name)
             if kind is None:
+                continue
+            if st is None:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue  # vanished since the listing
+            if not stat.S_ISREG(st.st_mode):
                 continue
             if name in excluded_names and os.path.realpath(entry.path) in excluded:
                 continue
@@ -111,6 +118,15 @@ def scan(root: Path, *, exclude: Iterable[Path] = ()) -> ScanResult:
         stack.extend(reversed(subdirs))
     result.files.sort(key=lambda f: f.path)
     return result
+
+
+def _is_utf8(name: str) -> bool:
+    """False for a name holding surrogate escapes (bytes that were not UTF-8)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _inside(path: str, root: str) -> bool:

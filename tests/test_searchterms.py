@@ -1,0 +1,110 @@
+"""The index side of code-aware search (graph.searchterms): same spellings, found cheaply.
+
+``compound_words`` finds identifier runs from a quick scan for case boundaries and inner
+underscores; it must find exactly what the plain definition (one lookahead regex over every
+run, below) finds, in the same order, since the index text and so the search ranking depend
+on it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextgraph.graph.searchterms import (
+    MAX_PARTS_CHARS,
+    camel_parts,
+    compound_words,
+    identifier_parts,
+    meta_terms,
+    spellings,
+)
+
+# The definition: a maximal run of identifier characters holding an underscore between two
+# letters or digits, or a case boundary (aB, a1B, ABc).
+REFERENCE = re.compile(
+    r"(?<![A-Za-z0-9_])"
+    r"(?=[A-Za-z0-9_]*?(?:[A-Za-z0-9]_+[A-Za-z0-9]|[a-z0-9][A-Z]|[A-Z][A-Z][a-z]))"
+    r"[A-Za-z0-9_]{2,}"
+)
+
+
+def reference_parts(text: str) -> str:
+    seen: dict[str, None] = {}
+    size = 0
+    for word in dict.fromkeys(REFERENCE.findall(text)):
+        pieces = [p for p in word.split("_") if p]
+        tokenized = " ".join(p.lower() for p in pieces)
+        joined = "".join(p.lower() for p in pieces) if len(pieces) > 1 else None
+        split = " ".join(
+            part
+            for p in pieces
+            for part in ([q.lower() for q in re.findall(CAMEL, p)] or [p.lower()])
+        )
+        for spelling in (joined, split if split != tokenized else None):
+            if spelling and spelling not in seen:
+                seen[spelling] = None
+                size += len(spelling) + 1
+        if size > MAX_PARTS_CHARS:
+            break
+    return "\n".join(seen)
+
+
+CAMEL = r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+"
+
+# Text made of the characters that matter: cases, digits, underscores, separators, non-ASCII.
+_ALPHABET = "aAbBzZ09_ _.-/\n\téÉß" + "ǅ" + "İ"
+texts = st.text(alphabet=_ALPHABET, max_size=80) | st.text(max_size=40)
+
+
+@settings(max_examples=600, deadline=None)
+@given(texts)
+def test_compound_words_match_the_definition(text: str) -> None:
+    assert compound_words(text) == list(dict.fromkeys(REFERENCE.findall(text)))
+
+
+@settings(max_examples=600, deadline=None)
+@given(texts)
+def test_identifier_parts_match_the_definition(text: str) -> None:
+    assert identifier_parts(text) == reference_parts(text)
+
+
+def test_examples() -> None:
+    text = "Use TokenValidator and token_validator, not plain words; get_HTTPServer. _x_ a_"
+    assert compound_words(text) == ["TokenValidator", "token_validator", "get_HTTPServer"]
+    assert identifier_parts(text).split("\n") == [
+        "token validator",
+        "tokenvalidator",
+        "gethttpserver",
+        "get http server",
+    ]
+    assert compound_words("prose only, Capitalised Words. HTTP and I/O") == []
+    assert compound_words("ABc aB1 a1B __init__ x__y AB") == ["ABc", "aB1", "a1B", "x__y"]
+    assert identifier_parts("") == ""
+
+
+def test_the_cached_helpers_give_fresh_lists() -> None:
+    parts = camel_parts("HTTPServerV2")
+    assert parts == ["http", "server", "v2"]
+    parts.append("mutated")
+    assert camel_parts("HTTPServerV2") == ["http", "server", "v2"]
+    assert spellings("get_HTTPServer") == ("get httpserver", "gethttpserver", "get http server")
+
+
+def test_a_huge_text_is_cut_after_max_parts_chars() -> None:
+    text = " ".join(f"wordNumber{i}x" for i in range(40_000))
+    assert identifier_parts(text) == reference_parts(text)
+    assert len(identifier_parts(text)) <= MAX_PARTS_CHARS + 100
+
+
+def test_meta_terms_unchanged_for_a_note_and_a_code_path() -> None:
+    assert meta_terms("docs/HowTo.md", "# Getting Started\nbody", None).split("\n") == [
+        "docs HowTo md",
+        "Getting Started",
+        "docs",
+        "howto",
+        "how to",
+        "md",
+    ]

@@ -1,0 +1,219 @@
+"""A cold load (a sync into a SQLite store without any file) builds some things once.
+
+The full-text insert trigger and two secondary indexes are dropped for the load and recreated
+at its end (contextgraph.sync.coldload); every batch indexes its own files' text inside its
+transaction, so the index never lags the files, and a sync killed mid-load leaves a consistent
+store whose next sync (of any kind) recreates what was dropped before writing anything.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import Writer, snapshot
+from sqlalchemy import text
+
+from contextgraph import ContextGraph, Settings
+from contextgraph.store import db, meta
+from contextgraph.sync import coldload
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _schema(path: Path) -> list[tuple[str, str, str]]:
+    conn = sqlite3.connect(path)
+    try:
+        return sorted(conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall())
+    finally:
+        conn.close()
+
+
+def _index(path: Path) -> list[tuple[object, ...]]:
+    """Every (term, file path, column, offset) the FTS5 index holds, and its integrity."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("INSERT INTO files_fts(files_fts, rank) VALUES ('integrity-check', 1)")
+        conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, files_fts, instance)")
+        return sorted(
+            conn.execute(
+                "SELECT v.term, f.path, v.col, v.offset FROM temp.v v JOIN files f ON f.id = v.doc"
+            ).fetchall()
+        )
+    finally:
+        conn.close()
+
+
+def _notes(write: Writer, count: int, prefix: str = "n") -> None:
+    for n in range(count):
+        write(
+            f"{prefix}{n:03d}.md",
+            f"# Title {n}\n[[Topic {n % 7}]] and [[Topic {n % 5 + 10}]]: TokenValidator, "
+            f"get_HTTPServer and prose number {n}\n",
+        )
+
+
+def test_a_cold_load_equals_a_row_by_row_load_and_keeps_the_schema(
+    tmp_path: Path, vault: Path, write: Writer
+) -> None:
+    _notes(write, 60)
+    settings = Settings.from_env(batch_files=7, workers=1)
+    cold_db, warm_db = tmp_path / "cold.db", tmp_path / "warm.db"
+    with ContextGraph.open(cold_db, settings=settings) as cold:
+        cold.sync([vault])
+    # The same files, indexed row by row by the trigger: a store that already holds a file
+    # is not cold, so seed one in another source, then sync the vault and drop the seed.
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    (seed / "seed.md").write_text("[[Seed]]\n", encoding="utf-8")
+    with ContextGraph.open(warm_db, settings=settings) as warm:
+        warm.sync([seed], name="seed")
+        warm.sync([vault], name="vault")
+        warm.remove_source("seed")
+    with ContextGraph.open(cold_db) as cold, ContextGraph.open(warm_db) as warm:
+        assert snapshot(cold) == snapshot(warm)
+        with db.read(cold.engine) as conn:
+            assert not meta.is_stale(conn, coldload.COLD_LOAD)
+        assert cold.doctor().ok
+    assert _schema(cold_db) == _schema(warm_db)  # the trigger is back, exactly as it was
+    assert _index(cold_db) == _index(warm_db)
+
+
+def test_a_load_into_a_store_with_files_keeps_the_trigger(
+    store: ContextGraph, vault: Path, write: Writer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _notes(write, 3)
+    store.sync([vault])
+    deferred: list[bool] = []
+    real = coldload.defer
+    monkeypatch.setattr(coldload, "defer", lambda conn: deferred.append(real(conn)))
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x.md").write_text("[[Xylophone]] and [[Yak]]\n", encoding="utf-8")
+    _notes(write, 3, prefix="o")
+    store.sync([other], name="other")
+    store.sync()
+    assert deferred == []
+    assert [h.uri for h in store.search("xylophone").hits]
+    assert len(store.search("prose").hits) == 6
+
+
+def _crashed_cold_load(database: Path, vault: Path, settings: Settings) -> None:
+    """The state a cold load killed after its first batch leaves: trigger off, rows indexed."""
+    with ContextGraph.open(database, settings=settings) as graph:
+        graph.sync([vault])
+        with db.write(graph.engine) as conn:
+            assert coldload.defer(conn)
+    with sqlite3.connect(database) as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert not names & set(coldload.DEFERRED)
+
+
+@pytest.mark.parametrize("how", ["sync", "sync_paths", "forget"])
+def test_the_next_sync_restores_the_trigger_before_writing(
+    tmp_path: Path, vault: Path, write: Writer, how: str
+) -> None:
+    _notes(write, 5)
+    database = tmp_path / "graph.db"
+    settings = Settings.from_env(workers=1)
+    _crashed_cold_load(database, vault, settings)
+    fresh_schema = tmp_path / "fresh.db"
+    with ContextGraph.open(fresh_schema):
+        pass
+    write("late.md", "[[Late Topic]] with TokenValidator\n")
+    with ContextGraph.open(database, settings=settings) as graph:
+        assert graph.doctor().ok  # the index matches the files: only the trigger is off
+        if how == "sync":
+            graph.sync()
+        elif how == "sync_paths":
+            from contextgraph.sync.run import sync_paths
+
+            sync_paths(graph.engine, settings, graph.sources()[0].name, ["late.md"])
+        else:
+            graph.remove_source(graph.sources()[0].name)
+        with db.read(graph.engine) as conn:
+            assert not meta.is_stale(conn, coldload.COLD_LOAD)
+        if how != "forget":
+            assert [h.uri for h in graph.search("late topic").hits]
+        assert graph.doctor().ok
+    assert _schema(database) == _schema(fresh_schema)
+
+
+def test_a_cold_load_killed_mid_way_is_consistent_and_completed_by_the_next(
+    tmp_path: Path,
+) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for n in range(300):
+        (vault / f"n{n:03d}.md").write_text(
+            f"[[Topic {n % 13}]] [[Topic {n % 7 + 20}]] note {n} FooBar\n", encoding="utf-8"
+        )
+    database = tmp_path / "graph.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTGRAPH_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.update(CONTEXTGRAPH_BATCH_FILES="1", CONTEXTGRAPH_WORKERS="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", str(vault)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    committed = 0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if database.exists():
+            try:
+                conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)
+                committed = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+                conn.close()
+            except sqlite3.Error:
+                committed = 0
+            if committed >= 20:
+                break
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    if not 0 < committed < 300:
+        pytest.skip(f"the kill did not land mid-sync ({committed} files committed)")
+    with ContextGraph.open(database) as live:
+        assert live.doctor().ok  # every committed file is indexed
+        with db.read(live.engine) as conn:
+            indexed = conn.execute(text("SELECT count(*) FROM files_fts_docsize")).scalar_one()
+            stored = conn.execute(text("SELECT count(*) FROM files")).scalar_one()
+        assert indexed == stored
+        live.sync()
+        with db.read(live.engine) as conn:
+            assert not meta.is_stale(conn, coldload.COLD_LOAD)
+        assert live.doctor().ok
+    with ContextGraph.open(tmp_path / "fresh.db") as fresh:
+        fresh.sync([vault])
+    assert _index(database) == _index(tmp_path / "fresh.db")
+    assert _schema(database) == _schema(tmp_path / "fresh.db")
+
+
+def test_a_no_change_sync_does_not_write(
+    store: ContextGraph, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _notes(write, 12)
+    store.sync([vault])
+    writes: list[str] = []
+    real_write = db.write
+
+    def counting_write(*args: object, **kwargs: object) -> object:
+        writes.append("write")
+        return real_write(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(db, "write", counting_write)
+    with db.read(store.engine) as conn:
+        version = meta.graph_version(conn)
+    report = store.sync()
+    assert (report.unchanged, report.added, report.updated, report.deleted) == (12, 0, 0, 0)
+    assert writes == []
+    with db.read(store.engine) as conn:
+        assert meta.graph_version(conn) == version
