@@ -33,7 +33,7 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    # ContextGraph pulls in SQLAlchemy; importing it lazily keeps `import contextgraph.ingest`
+    # ContextGraph pulls in SQLAlchemy; importing it lazily keeps `import contextgraph.sync.ingest`
     # (what sync's extraction workers load) light.
     if name == "ContextGraph":
         from contextgraph.api import ContextGraph

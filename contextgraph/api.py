@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
-from contextgraph import db
 from contextgraph.errors import (
     CorruptDatabase,
     InvalidArgument,
@@ -19,9 +18,7 @@ from contextgraph.errors import (
     SourceError,
     UnsafePath,
 )
-from contextgraph.settings import Settings, parse_datetime
-from contextgraph.sources import SourceInfo, get_source, list_sources, register
-from contextgraph.stats import (
+from contextgraph.graph.stats import (
     CommunityListing,
     DoctorReport,
     Revision,
@@ -31,16 +28,19 @@ from contextgraph.stats import (
     doctor,
     engine_info,
 )
+from contextgraph.settings import Settings, parse_datetime
+from contextgraph.store import db
+from contextgraph.store.sources import SourceInfo, get_source, list_sources, register
 
 if TYPE_CHECKING:  # the query modules load on first use: `contextgraph sync` never needs them
     # and sync (scan, extraction, the process pool) loads only for a sync: queries never need it
-    from contextgraph.context import Context
-    from contextgraph.expand import ExpandResult
-    from contextgraph.notes import Note
-    from contextgraph.retrieve import Retrieval
-    from contextgraph.search import SearchResult
-    from contextgraph.sync import Progress, SyncReport
-    from contextgraph.writing import Written
+    from contextgraph.graph.context import Context
+    from contextgraph.graph.expand import ExpandResult
+    from contextgraph.graph.read import Note
+    from contextgraph.graph.retrieve import Retrieval
+    from contextgraph.graph.search import SearchResult
+    from contextgraph.sync.run import Progress, SyncReport
+    from contextgraph.sync.writing import Written
 
 
 def clean(text: str) -> str:
@@ -168,7 +168,7 @@ class ContextGraph:
         self._writable("remove a source")
         with db.read(self.engine) as conn:
             source = get_source(conn, clean(name))
-        from contextgraph.sync import forget_source
+        from contextgraph.sync.run import forget_source
 
         return forget_source(self.engine, self.settings, source)
 
@@ -196,7 +196,7 @@ class ContextGraph:
             raise SourceError("no sources registered: give a folder to sync")
         if paths and (not register or allow is not None):
             self._check_registration(paths, register=register, allow=allow or ())
-        from contextgraph.sync import run_sync
+        from contextgraph.sync.run import run_sync
 
         chosen = [self.add_source(p, name=name).name for p in paths]
         return run_sync(
@@ -240,7 +240,7 @@ class ContextGraph:
         now: datetime | str | None = None,
     ) -> Context:
         """What belongs with ``concept``: direct, expanded and community-sibling relations."""
-        from contextgraph.context import build_context
+        from contextgraph.graph.context import build_context
 
         with db.read(self.engine) as conn:
             return build_context(
@@ -262,7 +262,7 @@ class ContextGraph:
         direction: str = "both",
     ) -> ExpandResult:
         """Expand retriever seed entities into what they depend on (SPEC §8)."""
-        from contextgraph.expand import expand
+        from contextgraph.graph.expand import expand
 
         with db.read(self.engine) as conn:
             return expand(
@@ -286,7 +286,7 @@ class ContextGraph:
         now: datetime | str | None = None,
     ) -> SearchResult:
         """Full-text search over notes and code: any word (or ``all_words``), bm25 × recency."""
-        from contextgraph.search import search
+        from contextgraph.graph.search import search
 
         with db.read(self.engine) as conn:
             return search(
@@ -311,7 +311,7 @@ class ContextGraph:
         now: datetime | str | None = None,
     ) -> Retrieval:
         """The files and notes a question needs, ranked, with reasons and excerpts (SPEC §13)."""
-        from contextgraph.retrieve import retrieve
+        from contextgraph.graph.retrieve import retrieve
 
         with db.read(self.engine) as conn:
             return retrieve(
@@ -326,7 +326,7 @@ class ContextGraph:
 
     def read(self, identifier: str, *, now: datetime | str | None = None) -> Note:
         """Return a note by URI, path or title, and record the read (its recency boost)."""
-        from contextgraph.notes import read_note
+        from contextgraph.graph.read import read_note
 
         stamp = self._now(now) if now is not None or self.settings.now is not None else None
         return read_note(
@@ -339,14 +339,14 @@ class ContextGraph:
 
     def visualize(self, concept: str, *, depth: int = 2, max_nodes: int = 30) -> str:
         """A Mermaid flowchart of the concept's neighbourhood."""
-        from contextgraph.visualize import visualize
+        from contextgraph.graph.visualize import visualize
 
         with db.read(self.engine) as conn:
             return visualize(conn, clean(concept), depth=depth, max_nodes=max_nodes)
 
     def communities(self, *, rebuild: bool = False) -> CommunityListing:
         """The latest community run and every community (recomputed first with ``rebuild``)."""
-        from contextgraph import communities
+        from contextgraph.graph import communities
 
         if rebuild:
             self._writable("recompute the communities")
@@ -368,7 +368,7 @@ class ContextGraph:
         expected_hash: str | None = None,
     ) -> Written:
         """Create (or with ``overwrite`` replace) a note file and sync it at once."""
-        from contextgraph import writing
+        from contextgraph.sync import writing
 
         return writing.write_note(
             self.engine,
@@ -393,7 +393,7 @@ class ContextGraph:
         expected_hash: str | None = None,
     ) -> Written:
         """Append, prepend, replace text or replace a section of a note; sync it at once."""
-        from contextgraph import writing
+        from contextgraph.sync import writing
 
         return writing.edit_note(
             self.engine,
@@ -412,7 +412,7 @@ class ContextGraph:
         self, identifier: str, new_path: str, *, expected_hash: str | None = None
     ) -> Written:
         """Move a note within its source; the store records a rename."""
-        from contextgraph import writing
+        from contextgraph.sync import writing
 
         return writing.move_note(
             self.engine,
@@ -424,7 +424,7 @@ class ContextGraph:
 
     def delete_note(self, identifier: str, *, expected_hash: str | None = None) -> Written:
         """Delete a note's file and retract it from the store."""
-        from contextgraph import writing
+        from contextgraph.sync import writing
 
         return writing.delete_note(
             self.engine, self.settings, clean(identifier), expected_hash=expected_hash

@@ -50,7 +50,7 @@ class Settings:
     community_min_overlap: float = 0.4
     community_max_siblings: int = 10
     # Concepts in at least this many notes get their neighbours' weight sums precomputed by
-    # the sync that changes the graph (contextgraph.weights); 0 (the default) turns it off: it
+    # the sync that changes the graph (contextgraph.graph.weights); 0 (the default) turns it off: it
     # halves a cold BuildContext but adds seconds to every graph-changing sync (see CHANGELOG).
     weights_min_notes: int = 0
     # Communities (SPEC §6).

@@ -5,7 +5,7 @@ A :class:`Watcher` watches the root of every registered source with ``watchfiles
 ``watchfiles`` yields once the folder has been quiet for ``step_ms`` (or ``debounce_ms`` have
 passed), so an editor's save — a temporary file renamed over the note — arrives as one batch,
 and a burst of a thousand new files arrives as one or a few. Each batch is synced per source
-with :func:`contextgraph.sync.sync_paths`: the same incremental code as ``sync``, under the
+with :func:`contextgraph.sync.run.sync_paths`: the same incremental code as ``sync``, under the
 one-sync lock, so a rename (both paths in one batch) is a rename, and a folder among the paths
 (created, deleted, moved, or a ``git checkout``) is a full sync of its source.
 
@@ -31,10 +31,10 @@ from pathlib import Path
 
 import watchfiles
 
-from contextgraph import db
 from contextgraph.api import ContextGraph
-from contextgraph.sources import SourceInfo, list_sources
-from contextgraph.sync import SyncReport, run_sync, sync_paths
+from contextgraph.store import db
+from contextgraph.store.sources import SourceInfo, list_sources
+from contextgraph.sync.run import SyncReport, run_sync, sync_paths
 
 log = logging.getLogger(__name__)
 

@@ -112,7 +112,7 @@ def sample_concepts(graph: Any, count: int) -> list[str]:
     """Pick ``count`` concepts spread evenly over the degree ranking (hubs to leaves)."""
     from sqlalchemy import text
 
-    from contextgraph import db
+    from contextgraph.store import db
 
     with db.read(graph.engine) as conn:
         rows = conn.execute(
@@ -150,7 +150,8 @@ def bench_communities(work: Path, edges: int) -> dict[str, Any]:
     import igraph
     from sqlalchemy import text
 
-    from contextgraph import ContextGraph, db
+    from contextgraph import ContextGraph
+    from contextgraph.store import db
 
     nodes = max(10, edges // 5)
     g = igraph.Graph.Barabasi(nodes, 5, outpref=False, directed=False)
@@ -171,7 +172,7 @@ def bench_communities(work: Path, edges: int) -> dict[str, Any]:
                 [(a, b, rng.choice((1, 1, 1, 2, 3))) for a, b in sorted(pairs)],
             )
             count = conn.execute(text("SELECT count(*) FROM concept_relations")).scalar_one()
-        from contextgraph import communities
+        from contextgraph.graph import communities
 
         t = time.perf_counter()
         communities.recompute(graph.engine, graph.settings)
@@ -190,7 +191,7 @@ def bench_communities(work: Path, edges: int) -> dict[str, Any]:
 
 def empty_database(url: str) -> None:
     """Drop everything of a server database (down to Alembic's base): a cold start."""
-    from contextgraph import db
+    from contextgraph.store import db
 
     engine = db.make_engine(url)
     try:
@@ -275,7 +276,7 @@ def main() -> None:
     )
 
     from contextgraph import ContextGraph
-    from contextgraph.neighbourhood import Neighbourhoods
+    from contextgraph.graph.neighbourhood import Neighbourhoods
 
     with ContextGraph.open(db_file) as graph:
         result["db_bytes"] = graph.stats().database_bytes
@@ -300,7 +301,7 @@ def main() -> None:
         )
         with_siblings = [c for c in names if graph.build_context(c).community_siblings]
         result["concepts_with_siblings"] = len(with_siblings)
-        from contextgraph import communities
+        from contextgraph.graph import communities
 
         t = time.perf_counter()
         communities.recompute(graph.engine, graph.settings)

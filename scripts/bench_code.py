@@ -63,7 +63,7 @@ def main() -> None:
     from sqlalchemy import text
 
     from contextgraph import ContextGraph
-    from contextgraph import db as cgdb
+    from contextgraph.store import db as cgdb
 
     with ContextGraph.open(work / f"code-{args.runs - 1}.db") as graph:
         with cgdb.read(graph.engine) as conn:
@@ -83,7 +83,7 @@ def main() -> None:
             graph.expand([seed])
             times.append((time.perf_counter() - t) * 1000)
         times.sort()
-        stats = graph.stats()
+        stats = graph.stats().as_dict()
     print(
         json.dumps(
             {

@@ -100,8 +100,8 @@ def floor(graph: ContextGraph) -> list[str]:
     """The query-free floor: the largest non-test .py files first."""
     from sqlalchemy import select
 
-    from contextgraph import db
-    from contextgraph.models import File
+    from contextgraph.store import db
+    from contextgraph.store.models import File
 
     with db.read(graph.engine) as conn:
         rows = conn.execute(select(File.path).order_by(File.size.desc(), File.path)).all()

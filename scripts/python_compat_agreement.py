@@ -1,7 +1,7 @@
 """Check that the newer-Python fallback agrees with ``ast`` on every file both can read.
 
 Forces every ``.py`` file under the given folders (default: this Python's standard library and
-``../shared/eval/*/tree``) through :func:`contextgraph.codegraph.python_compat.downlevel` and
+``../shared/eval/*/tree``) through :func:`contextgraph.code.python_compat.downlevel` and
 compares the facts with those of the running ``ast``. Prints JSON:
 ``{"files", "agree", "differ", "rewriteFails", "astRefuses", "seconds", "examples"}``.
 
@@ -18,9 +18,9 @@ import time
 import warnings
 from pathlib import Path
 
-from contextgraph.codegraph import CodeParseError
-from contextgraph.codegraph.python import facts_of, parse_python
-from contextgraph.codegraph.python_compat import downlevel
+from contextgraph.code import CodeParseError
+from contextgraph.code.python import facts_of, parse_python
+from contextgraph.code.python_compat import downlevel
 
 
 def _default_roots() -> list[Path]:

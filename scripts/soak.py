@@ -100,7 +100,7 @@ ERRORS_KEPT = 20
 # The CLI entry point itself, plus a hook that hands the process's lock waits to the soak.
 _SYNC_WRAPPER = """
 import atexit, json, os, sys
-from contextgraph import db
+from contextgraph.store import db
 from contextgraph.cli import main
 
 def _dump():
@@ -213,7 +213,8 @@ def reader(database: str, seconds: float, start: Any, out: str, index: int) -> N
     """Loop read / build_context / expand / search through the library until the time is up."""
     from sqlalchemy import text
 
-    from contextgraph import ContextGraph, NotFound, db
+    from contextgraph import ContextGraph, NotFound
+    from contextgraph.store import db
 
     rng = random.Random(2000 + index)
     ops: dict[str, int] = {}
@@ -326,7 +327,7 @@ def partition(graph: Any) -> set[frozenset[str]]:
     """The community partition as sets of concept names (ids differ between stores)."""
     from sqlalchemy import text
 
-    from contextgraph import db
+    from contextgraph.store import db
 
     groups: dict[Any, set[str]] = {}
     with db.read(graph.engine) as conn:
@@ -341,7 +342,7 @@ def unassigned_concepts(graph: Any) -> int:
     """How many concepts have no community."""
     from sqlalchemy import text
 
-    from contextgraph import db
+    from contextgraph.store import db
 
     with db.read(graph.engine) as conn:
         return int(
@@ -357,7 +358,7 @@ def stale_markers(graph: Any) -> list[str]:
     """The ``stale:*`` markers left in ``meta`` (none after a completed sync)."""
     from sqlalchemy import text
 
-    from contextgraph import db
+    from contextgraph.store import db
 
     with db.read(graph.engine) as conn:
         return [r[0] for r in conn.execute(text("SELECT key FROM meta WHERE key LIKE 'stale:%'"))]
@@ -376,7 +377,7 @@ def lost_reads(graph: Any, vault: Path, reads: list[tuple[str, float]]) -> list[
     """Acknowledged reads of notes still at the same path whose ``last_accessed`` is older."""
     from sqlalchemy import text
 
-    from contextgraph import db
+    from contextgraph.store import db
 
     with db.read(graph.engine) as conn:
         stored: dict[str, float | None] = dict(
@@ -411,7 +412,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def empty_database(url: str) -> None:
     """Drop everything of a server database (down to Alembic's base) so the soak starts blank."""
-    from contextgraph import db
+    from contextgraph.store import db
 
     engine = db.make_engine(url)
     try:

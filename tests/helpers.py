@@ -42,7 +42,7 @@ def snapshot(graph: ContextGraph) -> dict[str, object]:
     """A canonical dump of everything sync derives from the files (ids and read times left out)."""
     from sqlalchemy import text
 
-    from contextgraph import db
+    from contextgraph.store import db
 
     queries = {
         "files": "SELECT s.name, f.path, f.kind, f.hash, f.size, f.title, f.created, f.text,"
@@ -101,7 +101,7 @@ class DbFactory:
 
     def close(self) -> None:
         if self.cluster is not None:
-            from contextgraph.neighbourhood import Neighbourhoods
+            from contextgraph.graph.neighbourhood import Neighbourhoods
 
             Neighbourhoods._states.clear()
             for dbname in self.made:

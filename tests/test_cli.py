@@ -119,7 +119,7 @@ def test_source_name_clash_is_an_error(
 def test_no_wait_exits_1_while_a_sync_runs(
     runner: CliRunner, db_path: Path, vault: Path, write: Writer
 ) -> None:
-    from contextgraph.sync import sync_lock
+    from contextgraph.sync.run import sync_lock
 
     write("a.md", "[[A]] [[B]]")
     assert invoke(runner, db_path, "init", str(vault))[0] == 0

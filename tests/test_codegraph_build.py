@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextgraph.codegraph import (
+from contextgraph.code import (
     CODE_EXTENSIONS,
     CONFIG_FILENAMES,
     BindingFact,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from contextgraph.codegraph import (
+from contextgraph.code import (
     CODE_EXTENSIONS,
     CONFIG_FILENAMES,
     CodeGraph,
@@ -16,8 +16,8 @@ from contextgraph.codegraph import (
     build_graph,
     parse_code,
 )
-from contextgraph.codegraph.resolve import package_name
-from contextgraph.codegraph.tsconfig import loads_lenient
+from contextgraph.code.resolve import package_name
+from contextgraph.code.tsconfig import loads_lenient
 
 FIXTURES = Path(__file__).parent / "fixtures" / "code"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from contextgraph.codegraph import (
+from contextgraph.code import (
     CODE_EXTENSIONS,
     CodeGraph,
     CodeParseError,

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select, update
 
-from contextgraph import ContextGraph, db, meta
-from contextgraph.codesync import rebuild_code_graph
-from contextgraph.models import Entity, File, Relation, table_of
+from contextgraph import ContextGraph
+from contextgraph.store import db, meta
+from contextgraph.store.models import Entity, File, Relation, table_of
+from contextgraph.sync.codesync import rebuild_code_graph
 
 T_ENTITIES = table_of(Entity)
 T_FILES = table_of(File)

@@ -26,8 +26,9 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, delete, insert, select, update
 
-from contextgraph import communities, db
-from contextgraph.communities import (
+from contextgraph.errors import InvalidArgument
+from contextgraph.graph import communities
+from contextgraph.graph.communities import (
     CommunityInfo,
     CommunityRunInfo,
     has_communities,
@@ -35,10 +36,17 @@ from contextgraph.communities import (
     list_communities,
     recompute,
 )
-from contextgraph.errors import InvalidArgument
-from contextgraph.models import Community, CommunityRun, ConceptRelation, Entity, Meta, table_of
-from contextgraph.partition import assign_stable_ids, detect
+from contextgraph.graph.partition import assign_stable_ids, detect
 from contextgraph.settings import Settings
+from contextgraph.store import db
+from contextgraph.store.models import (
+    Community,
+    CommunityRun,
+    ConceptRelation,
+    Entity,
+    Meta,
+    table_of,
+)
 
 pytestmark = pytest.mark.engines("sqlite", "postgresql")
 
@@ -752,7 +760,8 @@ def test_every_concept_is_in_exactly_one_community(
 
 _CHILD = """
 import json, shutil, sys
-from contextgraph import db, communities
+from contextgraph.store import db
+from contextgraph.graph import communities
 from contextgraph.settings import Settings
 out = {}
 for algorithm in ("louvain", "leiden"):

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from conftest import Writer
 
-from contextgraph import ContextGraph, Settings, communities
-from contextgraph.partition import partition
+from contextgraph import ContextGraph, Settings
+from contextgraph.graph import communities
+from contextgraph.graph.partition import partition
 
 
 @pytest.fixture

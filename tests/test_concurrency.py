@@ -22,9 +22,10 @@ from click.testing import CliRunner
 from helpers import run_script
 from sqlalchemy import text
 
-from contextgraph import ContextGraph, Settings, SyncInProgress, db
+from contextgraph import ContextGraph, Settings, SyncInProgress
 from contextgraph.cli import cli
 from contextgraph.settings import parse_datetime
+from contextgraph.store import db
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -147,7 +148,7 @@ def test_reads_of_one_note_during_a_sync_never_see_database_is_locked(
 _HOLD_SYNC_LOCK = """
 import sys, time
 from pathlib import Path
-from contextgraph.sync import sync_lock
+from contextgraph.sync.run import sync_lock
 with sync_lock(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))

@@ -7,7 +7,8 @@ import pytest
 from helpers import Writer
 from sqlalchemy import text
 
-from contextgraph import ContextGraph, InvalidArgument, db
+from contextgraph import ContextGraph, InvalidArgument
+from contextgraph.store import db
 
 pytestmark = pytest.mark.engines("sqlite", "postgresql")
 

@@ -36,7 +36,7 @@ def test_real_vault_syncs_consistently_and_resyncs_as_a_no_op(name: str, tmp_pat
 def _busiest_concept(graph: ContextGraph) -> str:
     from sqlalchemy import text
 
-    from contextgraph import db
+    from contextgraph.store import db
 
     with db.read(graph.engine) as conn:
         return str(

@@ -17,9 +17,9 @@ from click.testing import CliRunner
 from helpers import NOW, Writer
 
 from contextgraph import ContextGraph
-from contextgraph import db as dbmod
 from contextgraph.cli import cli
 from contextgraph.errors import CorruptDatabase, DatabaseError, ReadOnlyDatabase
+from contextgraph.store import db as dbmod
 
 AS_NOBODY = ("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups")
 SQL_WORDS = ("SELECT", "UPDATE", "INSERT", "[SQL:", "parameters:")

@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import Float, column, select, table
 
-from contextgraph import db
-from contextgraph.decay import age_days, reference_time, weight, weight_sql
+from contextgraph.graph.decay import age_days, reference_time, weight, weight_sql
 from contextgraph.settings import Settings
+from contextgraph.store import db
 
 DAY = 86400.0
 NOW = 1_800_000_000.0

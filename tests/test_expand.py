@@ -11,9 +11,10 @@ from click.testing import CliRunner
 from helpers import EXAMPLES, Writer
 from sqlalchemy import insert, select
 
-from contextgraph import ContextGraph, InvalidArgument, Settings, db
+from contextgraph import ContextGraph, InvalidArgument, Settings
 from contextgraph.cli import cli
-from contextgraph.models import Entity, File, Relation, Source, table_of
+from contextgraph.store import db
+from contextgraph.store.models import Entity, File, Relation, Source, table_of
 
 pytestmark = pytest.mark.engines("sqlite", "postgresql")
 

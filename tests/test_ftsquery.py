@@ -1,4 +1,4 @@
-"""Tests for contextgraph.ftsquery: every built expression must be valid FTS5 syntax."""
+"""Tests for contextgraph.graph.ftsquery: every built expression must be valid FTS5 syntax."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextgraph.ftsquery import _SEP_ENDS, _SEP_STARTS, build_match, is_token_char, tokenize
+from contextgraph.graph.ftsquery import _SEP_ENDS, _SEP_STARTS, build_match, is_token_char, tokenize
 
 TOKENIZE = "unicode61 remove_diacritics 2"
 DOCS = [

@@ -19,10 +19,12 @@ import pytest
 from helpers import Writer, snapshot
 from sqlalchemy import text
 
-from contextgraph import ContextGraph, NotFound, UnsafePath, db, ingest
-from contextgraph import sync as sync_module
-from contextgraph.scan import ScanResult, scan
-from contextgraph.sync import SyncReport
+from contextgraph import ContextGraph, NotFound, UnsafePath
+from contextgraph.store import db
+from contextgraph.sync import ingest
+from contextgraph.sync import run as sync_module
+from contextgraph.sync.run import SyncReport
+from contextgraph.sync.scan import ScanResult, scan
 
 CONTROL = "[[Control Alpha]] and [[Control Beta]] stay together."
 

@@ -28,10 +28,10 @@ from contextgraph import (
     NotFound,
     Settings,
     UnsafePath,
-    db,
 )
 from contextgraph.cli import cli
-from contextgraph.ftsquery import query_terms
+from contextgraph.graph.ftsquery import query_terms
+from contextgraph.store import db
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "TOP SECRET outside the vault"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from contextgraph.ingest import Job, prepare
+from contextgraph.sync.ingest import Job, prepare
 
 LIMIT = 1 << 20
 

@@ -36,7 +36,7 @@ WRITE_TOOLS = {"write_note", "edit_note", "move_note", "delete_note"}
 TOOLS = READ_TOOLS | WRITE_TOOLS
 VAULT = EXAMPLES / "vault"
 CODE = EXAMPLES / "code"
-HAS_CODEGRAPH = importlib.util.find_spec("contextgraph.codegraph") is not None
+HAS_CODEGRAPH = importlib.util.find_spec("contextgraph.code") is not None
 
 
 @pytest.fixture
@@ -212,7 +212,7 @@ async def test_the_graph_is_opened_once_on_the_first_call(
     assert opened == [str(db_path)]
 
 
-@pytest.mark.xfail(not HAS_CODEGRAPH, reason="contextgraph.codegraph is not built yet")
+@pytest.mark.xfail(not HAS_CODEGRAPH, reason="contextgraph.code is not built yet")
 async def test_expand_follows_code_references(client: Client, store: ContextGraph) -> None:
     await call(client, "sync", paths=[str(CODE)])
     got = await call(client, "expand", seeds=["TokenValidator"])

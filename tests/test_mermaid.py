@@ -1,4 +1,4 @@
-"""Tests for contextgraph.mermaid.
+"""Tests for contextgraph.graph.mermaid.
 
 ``parse_flowchart`` below is a strict parser for exactly the Mermaid subset that
 ``render_flowchart`` emits; it raises ``DiagramError`` on anything else, so the property tests
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextgraph.mermaid import (
+from contextgraph.graph.mermaid import (
     MAX_EDGES,
     MermaidEdge,
     MermaidNode,

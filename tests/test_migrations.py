@@ -7,8 +7,9 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import text
 
-from contextgraph import ContextGraph, db
-from contextgraph.models import Base
+from contextgraph import ContextGraph
+from contextgraph.store import db
+from contextgraph.store.models import Base
 
 EXPECTED_TABLES = {
     "alembic_version",

@@ -9,9 +9,10 @@ from click.testing import CliRunner
 from helpers import Writer
 from sqlalchemy import text
 
-from contextgraph import ContextGraph, NotFound, UnsafePath, db
+from contextgraph import ContextGraph, NotFound, UnsafePath
 from contextgraph.cli import cli
 from contextgraph.errors import ContextGraphError
+from contextgraph.store import db
 
 pytestmark = pytest.mark.engines("sqlite", "postgresql")
 

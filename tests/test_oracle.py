@@ -14,8 +14,9 @@ import pytest
 from helpers import EXAMPLES, NOW, DbFactory
 from sqlalchemy import text
 
-from contextgraph import ContextGraph, Settings, db
+from contextgraph import ContextGraph, Settings
 from contextgraph.settings import parse_datetime
+from contextgraph.store import db
 
 pytestmark = pytest.mark.engines("postgresql")
 

@@ -22,10 +22,11 @@ from helpers import EXAMPLES, DbFactory, Writer, snapshot
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from contextgraph import ContextGraph, Settings, SyncInProgress, db
+from contextgraph import ContextGraph, Settings, SyncInProgress
 from contextgraph.cli import cli
 from contextgraph.errors import DatabaseError
-from contextgraph.sync import lock_database
+from contextgraph.store import db
+from contextgraph.sync.run import lock_database
 
 pytestmark = pytest.mark.engines("postgresql")
 
@@ -53,8 +54,8 @@ def _notes(root: Path, count: int, tag: str = "") -> None:
 
 _HOLD_SYNC_LOCK = """
 import sys, time
-from contextgraph import db
-from contextgraph.sync import lock_database
+from contextgraph.store import db
+from contextgraph.sync.run import lock_database
 engine = db.make_engine(sys.argv[1])
 with lock_database(engine):
     print("held", flush=True)
@@ -272,7 +273,7 @@ def test_migrations_create_exactly_the_models_and_downgrade_cleanly(new_db: DbFa
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
 
-    from contextgraph.models import Base
+    from contextgraph.store.models import Base
 
     url = new_db("migrations")
     graph = ContextGraph.open(url)

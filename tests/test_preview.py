@@ -1,11 +1,11 @@
-"""Tests for contextgraph.preview.content_preview."""
+"""Tests for contextgraph.notes.preview.content_preview."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextgraph.preview import content_preview
+from contextgraph.notes.preview import content_preview
 
 NOTE = (
     "---\ntitle: Note\ncreated: 2021-01-01\n---\n"

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from contextgraph import ContextGraph
-from contextgraph.codegraph import CodeParseError, FileFacts
-from contextgraph.codegraph.python import facts_of, parse_python
-from contextgraph.codegraph.python_compat import downlevel
+from contextgraph.code import CodeParseError, FileFacts
+from contextgraph.code.python import facts_of, parse_python
+from contextgraph.code.python_compat import downlevel
 
 PACKAGE = Path(__file__).resolve().parents[1] / "contextgraph"
 
@@ -122,11 +122,11 @@ def _native_facts(python: str, text: str) -> dict[str, object]:
         f"""
         import importlib.util, json, sys, types
         for name, path in (("contextgraph", {str(PACKAGE)!r}),
-                           ("contextgraph.codegraph", {str(PACKAGE / "codegraph")!r})):
+                           ("contextgraph.code", {str(PACKAGE / "code")!r})):
             module = types.ModuleType(name)
             module.__path__ = [path]  # the package's files, without its __init__ imports
             sys.modules[name] = module
-        from contextgraph.codegraph.python import parse_python
+        from contextgraph.code.python import parse_python
         print(parse_python("pkg/mod.py", sys.stdin.read()).to_json())
         """
     )

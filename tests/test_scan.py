@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from contextgraph.scan import file_kind, scan
+from contextgraph.sync.scan import file_kind, scan
 
 
 def _paths(root: Path, **kwargs: object) -> dict[str, str]:

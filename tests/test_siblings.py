@@ -8,8 +8,9 @@ import pytest
 from helpers import Writer
 from sqlalchemy import text
 
-from contextgraph import ContextGraph, Settings, db
-from contextgraph.meta import bump_version
+from contextgraph import ContextGraph, Settings
+from contextgraph.store import db
+from contextgraph.store.meta import bump_version
 
 pytestmark = pytest.mark.engines("sqlite", "postgresql")
 

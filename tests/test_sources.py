@@ -13,11 +13,12 @@ from click.testing import CliRunner
 from helpers import NOW, Writer, snapshot
 from sqlalchemy import Engine
 
-from contextgraph import ContextGraph, SourceError, db
+from contextgraph import ContextGraph, SourceError
 from contextgraph.cli import cli
 from contextgraph.errors import InvalidArgument, NotFound
 from contextgraph.settings import Settings, parse_datetime
-from contextgraph.sources import get_source, list_sources, register
+from contextgraph.store import db
+from contextgraph.store.sources import get_source, list_sources, register
 
 
 @pytest.fixture

@@ -66,7 +66,7 @@ def test_a_query_on_a_current_database_loads_no_heavy_module(
 
 
 def test_an_old_database_is_still_upgraded_on_open(db_path: Path) -> None:
-    from contextgraph import db
+    from contextgraph.store import db
 
     engine = db.make_engine(db_path)
     db.upgrade(engine, "0001_core")

@@ -11,8 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from contextgraph import ContextGraph, Settings, SyncInProgress, db, ingest
-from contextgraph.sync import lock_database
+from contextgraph import ContextGraph, Settings, SyncInProgress
+from contextgraph.store import db
+from contextgraph.sync import ingest
+from contextgraph.sync.run import lock_database
 
 pytestmark = pytest.mark.engines("sqlite", "postgresql")
 
@@ -245,7 +247,7 @@ def test_small_batches_give_the_same_store(
 def test_process_pool_extraction_gives_the_same_store(
     new_db: DbFactory, tmp_path: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from contextgraph import sync as sync_module
+    from contextgraph.sync import run as sync_module
 
     vault = tmp_path / "v"
     for i in range(40):

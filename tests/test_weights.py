@@ -13,9 +13,11 @@ import pytest
 from conftest import NOW, Writer
 from sqlalchemy import event, text
 
-from contextgraph import ContextGraph, db, meta, weights
-from contextgraph.neighbourhood import Neighbourhoods
+from contextgraph import ContextGraph
+from contextgraph.graph import weights
+from contextgraph.graph.neighbourhood import Neighbourhoods
 from contextgraph.settings import Settings, parse_datetime
+from contextgraph.store import db, meta
 
 CONCEPTS = [f"Topic {i}" for i in range(14)]
 

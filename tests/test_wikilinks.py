@@ -1,4 +1,4 @@
-"""Tests for contextgraph.wikilinks: one test per rule, real dialects, and differential tests."""
+"""contextgraph.notes.wikilinks: one test per rule, real dialects, and differential tests."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
-from contextgraph.frontmatter import body_offset, load_yaml
-from contextgraph.links import fast_path_ok, find_links_fast, target_of
-from contextgraph.markdown import find_links_markdown
-from contextgraph.wikilinks import (
+from contextgraph.notes.frontmatter import body_offset, load_yaml
+from contextgraph.notes.links import fast_path_ok, find_links_fast, target_of
+from contextgraph.notes.markdown import find_links_markdown
+from contextgraph.notes.wikilinks import (
     ATTACHMENT_EXTENSIONS,
     MAX_CONCEPT_LENGTH,
     Frontmatter,
@@ -418,7 +418,7 @@ def test_empty_and_blank_files() -> None:
 
 
 def test_no_exception_reaches_callers(monkeypatch: pytest.MonkeyPatch) -> None:
-    import contextgraph.wikilinks as wikilinks
+    import contextgraph.notes.wikilinks as wikilinks
 
     text = "`x`\n\n```\n[[code]]\n```\n\n    [[indented]]\n\n[[a]]"
     assert [link.concept for link in find_links(text)] == ["a"]
@@ -724,7 +724,7 @@ def test_corpus_notes_extract_and_all_paths_agree_with_the_reference() -> None:
 
 
 def test_created_as_epoch_milliseconds_is_read_like_dendron_writes_it() -> None:
-    from contextgraph.wikilinks import extract_note as _extract
+    from contextgraph.notes.wikilinks import extract_note as _extract
 
     facts = _extract("---\ncreated: 1595952505017\n---\n[[a]]\n")
     assert (

@@ -95,7 +95,7 @@ def test_a_sync_killed_mid_extraction_leaves_no_worker_behind(
 def test_watch_parent_exits_a_process_whose_parent_is_gone() -> None:
     code = (
         "import os, time\n"
-        "from contextgraph.workers import watch_parent\n"
+        "from contextgraph.sync.workers import watch_parent\n"
         "watch_parent(os.getppid() + 10_000_000)\n"  # not our parent: as if it had died
         "time.sleep(30)\n"
     )

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextgraph import Conflict, ContextGraph, InvalidArgument, NotFound, Settings, UnsafePath
-from contextgraph.ingest import content_hash
-from contextgraph.writing import title_to_filename
+from contextgraph.store.identity import content_hash
+from contextgraph.sync.writing import title_to_filename
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextgraph import ContextGraph, NotFound
-from contextgraph.sync import sync_paths
+from contextgraph.sync.run import sync_paths
 
 NAMES = ["a.md", "b.md", "sub/c.md", "sub/deep/d.md", "code.py", ".hidden.md", "node_modules/x.md"]
 CONCEPTS = ["Alpha", "beta", "Gamma Ray", "alpha"]

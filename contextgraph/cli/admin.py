@@ -1,0 +1,114 @@
+"""Serving and housekeeping: ``mcp``, ``stats``, ``doctor``, ``db``."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from contextgraph.api import ContextGraph
+from contextgraph.cli.base import (
+    Command,
+    Group,
+    database_path,
+    emit_json,
+    json_option,
+    open_graph,
+    settings_from_env,
+)
+
+
+@click.command(cls=Command)
+@click.option("--read-only", is_flag=True, help="Offer no write tool; sync registers nothing.")
+@click.option(
+    "--allow",
+    "allow",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="A folder sync may register sources in (repeatable; default: any).",
+)
+@click.option("--watch", is_flag=True, help="Also keep every source in step as files change.")
+@click.pass_context
+def mcp(ctx: click.Context, read_only: bool, allow: tuple[str, ...], watch: bool) -> None:
+    """Run the MCP server on stdio (for LLM clients)."""
+    from contextgraph.mcp_server import serve
+
+    serve(database_path(ctx), read_only=read_only, allow=allow or None, watch=watch)
+
+
+@click.command(cls=Command)
+@json_option
+@click.pass_context
+def stats(ctx: click.Context, as_json: bool) -> None:
+    """Show counts, communities, database size and the effective settings."""
+    with open_graph(ctx) as graph:
+        data = graph.stats().as_dict()
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(f"database: {data['database']} ({data['databaseBytes']} bytes)")
+    for source in data["sources"]:
+        click.echo(f"source {source['name']}: {source['root']}")
+    click.echo(f"files: {json.dumps(data['files'])}")
+    click.echo(f"concepts: {data['concepts']}, relations: {data['relations']}")
+    click.echo(f"entities: {json.dumps(data['entities'])}")
+    click.echo(f"code relations: {json.dumps(data['codeRelations'])}")
+    if data["communities"] is not None:
+        click.echo(f"communities: {data['communities']}, modularity {data['modularity']:.3f}")
+
+
+@click.command(cls=Command)
+@json_option
+@click.pass_context
+def doctor(ctx: click.Context, as_json: bool) -> None:
+    """Check integrity and recount co-occurrence from the mentions; exit 1 on any problem."""
+    report = ContextGraph.diagnose(database_path(ctx), settings=settings_from_env())
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        click.echo(f"integrity_check: {report.integrity}")
+        for problem in report.problems:
+            click.echo(f"problem: {problem}")
+        if report.ok:
+            click.echo("ok: co-occurrence agrees with the mentions")
+    if not report.ok:
+        ctx.exit(1)
+
+
+@click.group(name="db", cls=Group)
+def db_group() -> None:
+    """Schema migrations (Alembic)."""
+
+
+@db_group.command(name="upgrade")
+@click.argument("revision", default="head")
+@click.pass_context
+def db_upgrade(ctx: click.Context, revision: str) -> None:
+    """Upgrade the database schema to REVISION (default: head)."""
+    with ContextGraph.open(
+        database_path(ctx), settings=settings_from_env(), migrate=False
+    ) as graph:
+        click.echo(f"at revision {graph.upgrade(revision)}")
+
+
+@db_group.command(name="current")
+@click.pass_context
+def db_current(ctx: click.Context) -> None:
+    """Print the database's schema revision."""
+    with ContextGraph.open(
+        database_path(ctx), settings=settings_from_env(), migrate=False, create=False
+    ) as graph:
+        revision = graph.revision()
+    click.echo(revision or "(blank database)")
+    if revision != ContextGraph.head():
+        click.echo(f"head is {ContextGraph.head()}: run `contextgraph db upgrade`", err=True)
+
+
+@db_group.command(name="history")
+def db_history() -> None:
+    """List the schema revisions, oldest first."""
+    for rev in ContextGraph.history():
+        click.echo(f"{rev.revision}: {rev.doc}")
+
+
+COMMANDS = [mcp, stats, doctor, db_group]

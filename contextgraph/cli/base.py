@@ -1,0 +1,147 @@
+"""The command group and what every command shares: ``--db``, ``--json``, errors, output.
+
+Exit codes: 0 ok, 1 error (one line on stderr, never a traceback), 2 usage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+from sqlalchemy.exc import DBAPIError
+
+from contextgraph.api import ContextGraph, default_database
+from contextgraph.errors import ContextGraphError
+from contextgraph.limits import (
+    Bound,
+)
+from contextgraph.settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
+
+
+def _set_database(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is None:
+        return
+    if not value.strip():
+        raise click.BadParameter("the database path is empty", ctx=ctx, param_hint="'--db'")
+    ctx.find_root().ensure_object(dict)["database"] = value
+
+
+_DB_HELP = "Database file (default: $CONTEXTGRAPH_DB, else ~/.contextgraph/graph.db)."
+
+
+def _db_option() -> click.Option:
+    return click.Option(
+        ["--db"],
+        metavar="PATH",
+        expose_value=False,
+        callback=_set_database,
+        help=_DB_HELP,
+    )
+
+
+class Command(click.Command):
+    """A command that also takes the global ``--db`` after its name."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params.append(_db_option())
+
+
+def _quiet_closed_stdout() -> None:
+    # The reader went away (`| head`): point stdout at /dev/null so the final flush at exit
+    # cannot raise again, and end quietly.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass  # no real stdout to redirect (a test runner's buffer): nothing will flush it
+
+
+class Group(click.Group):
+    """A group that turns library errors (and anything unexpected) into one-line messages."""
+
+    command_class = Command
+    group_class = type  # subgroups are _Groups too
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not any(p.name == "db" for p in self.params):
+            self.params.append(_db_option())
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ContextGraphError as exc:
+            raise click.ClickException(str(exc)) from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+        except BrokenPipeError:
+            _quiet_closed_stdout()
+            raise click.exceptions.Exit(0) from None
+        except DBAPIError as exc:  # the driver's message only: never the SQL statement
+            raise click.ClickException(f"database error: {exc.orig}") from None
+        except Exception as exc:  # no traceback reaches a CLI user
+            raise click.ClickException(f"unexpected error: {type(exc).__name__}: {exc}") from None
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="contextgraph")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """A local knowledge graph of markdown notes and code, for LLM context.
+
+    The global option --db may also follow the command: `contextgraph context X --db my.db`.
+    """
+    ctx.ensure_object(dict).setdefault("database", None)
+
+
+def database_path(ctx: click.Context) -> str:
+    chosen: str | None = ctx.find_root().ensure_object(dict).get("database")
+    return chosen or default_database()
+
+
+def settings_from_env() -> Settings:
+    try:
+        return Settings.from_env()
+    except ContextGraphError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@contextmanager
+def open_graph(ctx: click.Context, *, create: bool = False) -> Iterator[ContextGraph]:
+    """Open the database; only commands that build it (``init``, ``sync``) may create it."""
+    graph = ContextGraph.open(database_path(ctx), settings=settings_from_env(), create=create)
+    try:
+        yield graph
+    finally:
+        graph.close()
+
+
+def int_range(bound: Bound) -> click.IntRange:
+    return click.IntRange(bound.low, bound.high)
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def json_option(fn: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(fn)
+
+
+def main() -> None:
+    """Entry point for ``python -m contextgraph``."""
+    cli(prog_name="contextgraph")

@@ -1,0 +1,269 @@
+"""Commands that ask the graph: ``context``, ``expand``, ``search``, ``read``, ``retrieve``,
+``visualize``, ``communities``."""
+
+from __future__ import annotations
+
+import click
+
+from contextgraph.cli.base import (
+    Command,
+    emit_json,
+    int_range,
+    json_option,
+    open_graph,
+)
+from contextgraph.limits import (
+    CONTEXT_DEPTH,
+    CONTEXT_MAX_ENTITIES,
+    EXPAND_DIRECTIONS,
+    EXPAND_MAX_DEPTH,
+    EXPAND_MAX_NODES,
+    RETRIEVE_BUDGET_TOKENS,
+    RETRIEVE_K,
+    SEARCH_LIMIT,
+    SEARCH_PAGE,
+    VISUALIZE_DEPTH,
+    VISUALIZE_MAX_NODES,
+)
+
+
+@click.command(cls=Command)
+@click.argument("concept")
+@click.option("--depth", type=int_range(CONTEXT_DEPTH), default=None, help="Hops (0-5, default 2).")
+@click.option(
+    "--max-entities",
+    type=int_range(CONTEXT_MAX_ENTITIES),
+    default=None,
+    help="Most relations per list (1-100, default 20).",
+)
+@click.option("--include-content", is_flag=True, help="Add a content preview per source file.")
+@json_option
+@click.pass_context
+def context(
+    ctx: click.Context,
+    concept: str,
+    depth: int | None,
+    max_entities: int | None,
+    include_content: bool,
+    as_json: bool,
+) -> None:
+    """Show what belongs with CONCEPT: direct, expanded and community-sibling relations."""
+    with open_graph(ctx) as graph:
+        result = graph.build_context(
+            concept, depth=depth, max_entities=max_entities, include_content=include_content
+        )
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    community = "" if result.community_id is None else f" (community {result.community_id})"
+    click.echo(f"{result.concept_name}{community}")
+    if not result.direct_relations:
+        click.echo("  no relations (unknown concept or empty graph)")
+    for r in result.direct_relations:
+        click.echo(
+            f"  {r.name}: score {r.weighted_score:.3f} "
+            f"(co-occurs {r.co_occurrence_count}x, decay {r.decay_weight:.3f})"
+        )
+        for uri in r.files:
+            click.echo(f"      {uri}")
+            if r.content_preview and uri in r.content_preview:
+                click.echo(f"        {r.content_preview[uri]}")
+    if result.expanded_relations:
+        click.echo("expanded:")
+        for e in result.expanded_relations:
+            click.echo(f"  {e.name} (depth {e.depth} via {e.via}): score {e.weighted_score:.3f}")
+    if result.community_siblings:
+        click.echo("community siblings:")
+        for s in result.community_siblings:
+            click.echo(
+                f"  {s.name}: {s.shared_neighbor_count} shared neighbours, "
+                f"overlap {s.normalized_overlap:.2f}"
+            )
+
+
+@click.command(cls=Command)
+@click.argument("seeds", nargs=-1, required=True)
+@click.option(
+    "--max-depth",
+    type=int_range(EXPAND_MAX_DEPTH),
+    default=None,
+    help="BFS depth (1-5, default 2).",
+)
+@click.option(
+    "--max-nodes",
+    type=int_range(EXPAND_MAX_NODES),
+    default=None,
+    help="Most results (1-500, default 20).",
+)
+@click.option(
+    "--direction",
+    type=click.Choice(EXPAND_DIRECTIONS),
+    default="both",
+    show_default=True,
+    help="out: what the seeds use; in: what uses them; both.",
+)
+@json_option
+@click.pass_context
+def expand(
+    ctx: click.Context,
+    seeds: tuple[str, ...],
+    max_depth: int | None,
+    max_nodes: int | None,
+    direction: str,
+    as_json: bool,
+) -> None:
+    """Expand SEED entities (symbols, files, concepts) into what they use or what uses them."""
+    with open_graph(ctx) as graph:
+        result = graph.expand(
+            list(seeds), max_depth=max_depth, max_nodes=max_nodes, direction=direction
+        )
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    if not result.matched:
+        click.echo("no entity matches the seeds")
+        return
+    click.echo(f"seeds matched: {', '.join(result.matched)}")
+    for r in result.results:
+        where = f" ({r.path})" if r.path and r.path != r.entity else ""
+        click.echo(
+            f"  d{r.depth} {r.entity} [{r.kind}]{where} {r.relationship_type} via {r.via}"
+            f" score {r.score:.3f}"
+        )
+
+
+@click.command(cls=Command)
+@click.argument("query")
+@click.option(
+    "--limit", type=int_range(SEARCH_LIMIT), default=10, show_default=True, help="Hits per page."
+)
+@click.option(
+    "--page", type=int_range(SEARCH_PAGE), default=1, show_default=True, help="Page number."
+)
+@click.option("--source", default=None, help="Only this source.")
+@click.option("--folder", default=None, help="Only files under this source-relative folder.")
+@click.option("--all", "all_words", is_flag=True, help="Require every word (default: any).")
+@json_option
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: str,
+    limit: int,
+    page: int,
+    source: str | None,
+    folder: str | None,
+    all_words: bool,
+    as_json: bool,
+) -> None:
+    """Full-text search of notes and code: any of the words, best first ("quoted phrases")."""
+    with open_graph(ctx) as graph:
+        result = graph.search(
+            query, limit=limit, page=page, source=source, folder=folder, all_words=all_words
+        )
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    click.echo(f"{result.total} matches (page {result.page})")
+    for hit in result.hits:
+        click.echo(f"  {hit.uri}  score {hit.score:.3f}")
+        click.echo(f"      {hit.snippet}")
+
+
+@click.command(cls=Command)
+@click.argument("identifier", metavar="ID")
+@json_option
+@click.pass_context
+def read(ctx: click.Context, identifier: str, as_json: bool) -> None:
+    """Print a note by memory:// URI, source-relative path or title (records the read)."""
+    with open_graph(ctx) as graph:
+        note = graph.read(identifier)
+    if as_json:
+        emit_json(note.as_dict())
+        return
+    click.echo(note.content, nl=not note.content.endswith("\n"))
+
+
+@click.command(cls=Command)
+@click.argument("query")
+@click.option(
+    "--k",
+    "k",
+    type=int_range(RETRIEVE_K),
+    default=10,
+    show_default=True,
+    help="Files and notes to return.",
+)
+@click.option(
+    "--budget-tokens",
+    type=int_range(RETRIEVE_BUDGET_TOKENS),
+    default=6000,
+    show_default=True,
+    help="Excerpts stop at this many tokens (characters / 4).",
+)
+@click.option("--source", default=None, help="Only this source.")
+@json_option
+@click.pass_context
+def retrieve(
+    ctx: click.Context, query: str, k: int, budget_tokens: int, source: str | None, as_json: bool
+) -> None:
+    """The files and notes a question needs, ranked, with why and excerpts."""
+    if not query.strip():
+        raise click.UsageError("give a question or some words to retrieve for")
+    with open_graph(ctx) as graph:
+        result = graph.retrieve(query, k=k, budget_tokens=budget_tokens, source=source)
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    if not result.items:
+        click.echo("nothing found")
+    for item in result.items:
+        click.echo(f"{item.rank}. {item.uri}  [{item.kind}] score {item.score:.3f}")
+        for reason in item.why:
+            click.echo(f"     - {reason}")
+        if item.excerpt:
+            for line in item.excerpt.splitlines():
+                click.echo(f"       {line}")
+    cut = ", truncated" if result.truncated else ""
+    click.echo(f"~{result.tokens} tokens of excerpts (budget {result.budget_tokens}{cut})")
+
+
+@click.command(cls=Command)
+@click.argument("concept")
+@click.option(
+    "--depth", type=int_range(VISUALIZE_DEPTH), default=2, show_default=True, help="Hops."
+)
+@click.option(
+    "--max-nodes", type=int_range(VISUALIZE_MAX_NODES), default=30, show_default=True, help="Nodes."
+)
+@click.pass_context
+def visualize(ctx: click.Context, concept: str, depth: int, max_nodes: int) -> None:
+    """Print a Mermaid flowchart of CONCEPT's neighbourhood."""
+    with open_graph(ctx) as graph:
+        click.echo(graph.visualize(concept, depth=depth, max_nodes=max_nodes), nl=False)
+
+
+@click.command(cls=Command)
+@click.option("--rebuild", is_flag=True, help="Recompute the communities now.")
+@json_option
+@click.pass_context
+def communities(ctx: click.Context, rebuild: bool, as_json: bool) -> None:
+    """List the latest community run and every community with its members."""
+    with open_graph(ctx) as graph:
+        data = graph.communities(rebuild=rebuild).as_dict()
+    if as_json:
+        emit_json(data)
+        return
+    run = data["run"]
+    if run is None:
+        click.echo("no communities yet: run `contextgraph sync` or `communities --rebuild`")
+        return
+    click.echo(
+        f"{run['communityCount']} communities by {run['algorithm']} "
+        f"(resolution {run['resolution']}, seed {run['seed']}), modularity {run['modularity']:.3f}"
+    )
+    for c in data["communities"]:
+        members = ", ".join(c["members"][:12]) + (" …" if c["size"] > 12 else "")
+        click.echo(f"  {c['id']} ({c['size']}): {members}")
+
+
+COMMANDS = [context, expand, search, read, retrieve, visualize, communities]

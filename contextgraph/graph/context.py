@@ -1,0 +1,404 @@
+"""BuildContext (SPEC §5): what belongs with a concept, ranked, expanded and grouped.
+
+Every step is an indexed SQL neighbour query: the notes that mention a concept (``mentions`` by
+concept), then the other concepts those notes mention (``mentions`` by file), aggregated in SQLite
+with the decay weight computed in SQL. Nothing loads the whole graph, and nothing here writes.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, Select, bindparam, func, select
+
+from contextgraph.errors import InvalidArgument
+from contextgraph.graph.decay import reference_sql
+from contextgraph.graph.neighbourhood import Neighbourhoods, cooccurrences, weighted_score
+from contextgraph.limits import CONTEXT_DEPTH, CONTEXT_MAX_ENTITIES
+from contextgraph.notes.links import normalize
+from contextgraph.settings import Settings
+from contextgraph.store.identity import file_uri_sql
+from contextgraph.store.models import ConceptRelation, Entity, File, Mention, Source, table_of
+
+T_ENTITIES = table_of(Entity)
+T_CREL = table_of(ConceptRelation)
+T_MENTIONS = table_of(Mention)
+T_FILES = table_of(File)
+T_SOURCES = table_of(Source)
+
+MAX_FILES_PER_RELATION = 3
+_WRAPPED = re.compile(r"^\s*!?\[\[.*\]\]\s*$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class DirectRelation:
+    name: str
+    co_occurrence_count: int
+    decay_weight: float
+    weighted_score: float
+    files: tuple[str, ...]
+    community_id: int | None
+    content_preview: dict[str, str] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "coOccurrenceCount": self.co_occurrence_count,
+            "decayWeight": self.decay_weight,
+            "weightedScore": self.weighted_score,
+            "files": list(self.files),
+            "communityId": self.community_id,
+        }
+        if self.content_preview is not None:
+            out["contentPreview"] = self.content_preview
+        return out
+
+
+@dataclass(frozen=True)
+class ExpandedRelation:
+    name: str
+    depth: int
+    via: str
+    co_occurrence_count: int
+    weighted_score: float
+    community_id: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "depth": self.depth,
+            "via": self.via,
+            "coOccurrenceCount": self.co_occurrence_count,
+            "weightedScore": self.weighted_score,
+            "communityId": self.community_id,
+        }
+
+
+@dataclass(frozen=True)
+class CommunitySibling:
+    name: str
+    community_id: int
+    shared_neighbor_count: int
+    normalized_overlap: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "communityId": self.community_id,
+            "sharedNeighborCount": self.shared_neighbor_count,
+            "normalizedOverlap": self.normalized_overlap,
+        }
+
+
+@dataclass(frozen=True)
+class Context:
+    concept_name: str
+    depth: int
+    community_id: int | None = None
+    direct_relations: tuple[DirectRelation, ...] = ()
+    expanded_relations: tuple[ExpandedRelation, ...] = ()
+    community_siblings: tuple[CommunitySibling, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "conceptName": self.concept_name,
+            "depth": self.depth,
+            "communityId": self.community_id,
+            "directRelations": [r.as_dict() for r in self.direct_relations],
+            "expandedRelations": [r.as_dict() for r in self.expanded_relations],
+            "communitySiblings": [s.as_dict() for s in self.community_siblings],
+        }
+
+
+def concept_key(name: str) -> str:
+    """Normalise a concept as typed: ``Machine Learning`` and ``[[Machine Learning|ML]]`` agree."""
+    if _WRAPPED.match(name):
+        from contextgraph.notes.wikilinks import find_links  # the markdown parser: only when needed
+
+        links = find_links(name.strip())
+        if links:
+            return links[0].concept
+    return normalize(name)
+
+
+def find_concept(conn: Connection, concept: str) -> tuple[str, tuple[int, int | None] | None]:
+    """Normalise ``concept``; return its key and (id, community id), or None when unknown."""
+    key = concept_key(concept)
+    if not key:
+        raise InvalidArgument("the concept name is empty once normalised")
+    row = conn.execute(
+        select(T_ENTITIES.c.id, T_ENTITIES.c.community_id).where(
+            T_ENTITIES.c.kind == "concept", T_ENTITIES.c.key == key
+        )
+    ).first()
+    return key, None if row is None else (int(row.id), row.community_id)
+
+
+@dataclass(frozen=True)
+class _Neighbour:
+    id: int
+    name: str
+    co: int
+    dw: float
+    community_id: int | None
+
+    @property
+    def score(self) -> float:
+        return self.co * self.dw
+
+
+def build_context(
+    conn: Connection,
+    concept: str,
+    *,
+    settings: Settings,
+    now: float,
+    depth: int = 2,
+    max_entities: int = 20,
+    include_content: bool = False,
+) -> Context:
+    """Answer "what belongs with ``concept``?" (see SPEC §5 for every rule)."""
+    CONTEXT_DEPTH.check(depth)
+    CONTEXT_MAX_ENTITIES.check(max_entities)
+    key, found = find_concept(conn, concept)
+    if found is None:
+        return Context(concept_name=key, depth=depth)
+    qid, community_id = found
+
+    nb = Neighbourhoods(conn.engine, conn, settings, now)
+    scored = nb.scored(qid)
+    names = nb.names(scored.edges)
+    listed = [_neighbour(n, scored.edges[n], names[n]) for n in scored.ranked[:max_entities]]
+    files = _top_files(conn, qid, [n.id for n in listed], settings, now)
+    previews: dict[int, dict[str, str]] = {}
+    if include_content:
+        previews = _previews(conn, key, listed, files, settings)
+    direct = tuple(
+        DirectRelation(
+            name=n.name,
+            co_occurrence_count=n.co,
+            decay_weight=n.dw,
+            weighted_score=n.score,
+            files=tuple(uri for uri, _ in files.get(n.id, [])),
+            community_id=n.community_id,
+            content_preview=previews.get(n.id, {}) if include_content else None,
+        )
+        for n in listed
+    )
+    expanded: tuple[ExpandedRelation, ...] = ()
+    if depth > 1 and scored.edges:
+        by_count = sorted(scored.edges, key=lambda n: (-scored.edges[n][0], names[n][0]))
+        frontier = by_count[: settings.expansion_frontier]
+        seen = {qid, *scored.edges}
+        expanded = _expand(nb, frontier, seen, depth, max_entities)
+    siblings: tuple[CommunitySibling, ...] = ()
+    if community_id is not None:
+        siblings = community_siblings(nb, qid, community_id, settings)
+    return Context(key, depth, community_id, direct, expanded, siblings)
+
+
+def _neighbour(n: int, edge: tuple[int, float], info: tuple[str, int | None]) -> _Neighbour:
+    co, total = edge
+    return _Neighbour(n, info[0], co, total / co, info[1])
+
+
+def _top_files(
+    conn: Connection, qid: int, ids: list[int], settings: Settings, now: float
+) -> dict[int, list[tuple[str, int]]]:
+    """Up to three source-file URIs per listed relation, most recent reference time first."""
+    if not ids:
+        return {}
+    out: dict[int, list[tuple[str, int]]] = {}
+    rows = conn.execute(_top_files_statement(), {"qid": qid, "ids": ids})
+    for n, u, fid in rows:
+        out.setdefault(n, []).append((u, fid))
+    return out
+
+
+@functools.cache
+def _top_files_statement() -> Select[Any]:
+    """Built once: SQLAlchemy then reuses its compiled form (bound ``qid`` and ``ids``)."""
+    joined, m1, m2, f = cooccurrences()
+    s = T_SOURCES.alias("s")
+    uri = file_uri_sql(s.c.name, f.c.path)
+    ref = reference_sql(f)
+    ranked = (
+        select(
+            m2.c.concept_id.label("n"),
+            uri.label("uri"),
+            f.c.id.label("file_id"),
+            func.row_number()
+            .over(partition_by=m2.c.concept_id, order_by=(ref.desc(), uri.asc()))
+            .label("rank"),
+        )
+        .select_from(joined.join(s, s.c.id == f.c.source_id))
+        .where(
+            m1.c.concept_id == bindparam("qid"),
+            m2.c.concept_id.in_(bindparam("ids", expanding=True)),
+        )
+        .subquery()
+    )
+    return (
+        select(ranked.c.n, ranked.c.uri, ranked.c.file_id)
+        .where(ranked.c.rank <= MAX_FILES_PER_RELATION)
+        .order_by(ranked.c.n, ranked.c.rank)
+    )
+
+
+def _previews(
+    conn: Connection,
+    key: str,
+    listed: list[_Neighbour],
+    files: dict[int, list[tuple[str, int]]],
+    settings: Settings,
+) -> dict[int, dict[str, str]]:
+    from contextgraph.notes.preview import content_preview  # loads the markdown parser
+
+    ids = sorted({fid for entries in files.values() for _, fid in entries})
+    texts = dict(
+        conn.execute(select(T_FILES.c.id, T_FILES.c.text).where(T_FILES.c.id.in_(ids))).all()
+    )
+    out: dict[int, dict[str, str]] = {}
+    for n in listed:
+        previews: dict[str, str] = {}
+        for uri, fid in files.get(n.id, []):
+            text = texts.get(fid)
+            if text is None:
+                continue  # unreadable or not stored: skipped silently, as specified
+            previews[uri] = content_preview(text, n.name, key, limit=settings.preview_chars)
+        out[n.id] = previews
+    return out
+
+
+def _expand(
+    nb: Neighbourhoods, frontier: list[int], seen: set[int], depth: int, max_entities: int
+) -> tuple[ExpandedRelation, ...]:
+    """Layered expansion from the strongest direct relations (by co-occurrence count).
+
+    Per hop: the unseen neighbours of the frontier, each with the frontier neighbour it shares
+    the highest count with as ``via`` (ties: name); ranked by the weightedScore of that edge,
+    then name; as many as fit. The frontier lists are each sorted by score, so a k-way merge
+    yields candidates in the final order and stops as soon as the hop is full.
+    """
+    out: list[ExpandedRelation] = []
+    seen = set(seen)
+    for hop in range(2, depth + 1):
+        budget = max_entities - len(out)
+        if budget <= 0 or not frontier:
+            break
+        lists = {v: nb.scored(v) for v in frontier}
+        names = nb.names(frontier)  # scored() has loaded the names of every neighbour too
+        heap: list[tuple[float, str, int, int]] = []
+        for v, sc in lists.items():
+            if sc.ranked:
+                first = sc.ranked[0]
+                heapq.heappush(heap, (-weighted_score(sc.edges[first]), names[first][0], v, 0))
+        kept: list[int] = []
+        while heap and len(kept) < budget:
+            _, name, v, index = heapq.heappop(heap)
+            sc = lists[v]
+            if index + 1 < len(sc.ranked):
+                nxt = sc.ranked[index + 1]
+                heapq.heappush(heap, (-weighted_score(sc.edges[nxt]), names[nxt][0], v, index + 1))
+            c = sc.ranked[index]
+            if c in seen:
+                continue
+            via = min(
+                (u for u in frontier if c in lists[u].edges),
+                key=lambda u: (-lists[u].edges[c][0], names[u][0]),
+            )
+            if via != v:
+                continue  # it comes (with its own score) from its via's list
+            co, _total = sc.edges[c]
+            out.append(
+                ExpandedRelation(
+                    name, hop, names[v][0], co, weighted_score(sc.edges[c]), names[c][1]
+                )
+            )
+            seen.add(c)
+            kept.append(c)
+        frontier = kept
+    return tuple(out)
+
+
+def community_siblings(
+    nb: Neighbourhoods, qid: int, community_id: int, settings: Settings
+) -> tuple[CommunitySibling, ...]:
+    """Concepts of the query's community with no edge to it but enough shared neighbours.
+
+    ``normalizedOverlap = Σ_{n∈shared} min(w(q,n), w(c,n)) / Σ_n w(c,n)``, w = co-occurrence
+    count; the candidates are the query's neighbours' neighbours (indexed lookups per concept).
+    """
+    adjacent = nb.adjacency(qid)
+    # Only members of the query's community that are not its neighbours can be siblings.
+    members = nb.members(community_id) - adjacent.keys() - {qid}
+    if nb.can_prune_siblings():
+        shared, overlap = _siblings_from_candidates(nb, adjacent, members, settings)
+    else:
+        shared, overlap = _siblings_from_neighbours(nb, adjacent, members)
+    candidates = [c for c, k in shared.items() if k >= settings.community_min_shared]
+    info = nb.names(candidates)
+    totals = nb.strengths(candidates)
+    found = []
+    for c in candidates:
+        name = info[c][0]
+        total = totals[c]
+        ratio = overlap[c] / total if total else 0.0
+        if ratio >= settings.community_min_overlap:
+            found.append(CommunitySibling(name, community_id, shared[c], ratio))
+    found.sort(key=lambda s: (-s.normalized_overlap, -s.shared_neighbor_count, s.name))
+    return tuple(found[: settings.community_max_siblings])
+
+
+def _siblings_from_neighbours(
+    nb: Neighbourhoods, adjacent: dict[int, int], members: set[int] | frozenset[int]
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Shared-neighbour counts and overlaps, walking the query's neighbours' neighbours."""
+    shared: dict[int, int] = {}
+    overlap: dict[int, int] = {}
+    for n, w_qn in adjacent.items():
+        around = nb.adjacency(n)
+        if len(members) < len(around):
+            common = [c for c in members if c in around]
+        else:
+            common = [c for c in around if c in members]
+        for c in common:
+            shared[c] = shared.get(c, 0) + 1
+            overlap[c] = overlap.get(c, 0) + min(w_qn, around[c])
+    return shared, overlap
+
+
+def _siblings_from_candidates(
+    nb: Neighbourhoods,
+    adjacent: dict[int, int],
+    members: set[int] | frozenset[int],
+    settings: Settings,
+) -> tuple[dict[int, int], dict[int, int]]:
+    """The same counts, walking only the members that can reach ``MIN_OVERLAP``.
+
+    ``overlap(c) ≤ Σ_n w(q,n) = strength(q)``, so ``normalizedOverlap ≤ strength(q) /
+    strength(c)``: a member whose strength exceeds ``strength(q) / MIN_OVERLAP`` (with a margin
+    far above rounding) can never be kept, and its neighbours need not be read. Hubs, the
+    expensive lists, are exactly the members this drops.
+    """
+    bound = settings.community_min_overlap
+    ordered = sorted(members)
+    if bound > 0:
+        limit = sum(adjacent.values()) * (1 + 1e-9)
+        strength = nb.strengths(ordered)
+        ordered = [c for c in ordered if strength[c] * bound <= limit]
+    shared: dict[int, int] = {}
+    overlap: dict[int, int] = {}
+    for c, around in nb.adjacencies(ordered).items():
+        if len(adjacent) < len(around):
+            common = [(adjacent[n], around[n]) for n in adjacent if n in around]
+        else:
+            common = [(adjacent[n], w) for n, w in around.items() if n in adjacent]
+        if common:
+            shared[c] = len(common)
+            overlap[c] = sum(min(a, b) for a, b in common)
+    return shared, overlap

@@ -1,0 +1,299 @@
+"""Graph expansion (SPEC §8): pull in what a retriever's seed entities depend on.
+
+Kept from the reference design: the quality filter, the hub rule, the minimum traversable weight,
+the score ``weight × 0.5 ** depth`` and the result order (depth, score desc, name). Fixed:
+
+1. the BFS is layered, so every depth-d entity is taken before any at depth d+1;
+2. seeds are visited first and never come back as results;
+3. entities at ``max_depth`` are not queried;
+4. the hub count is over distinct traversable neighbours, not raw relation rows;
+5. seeds match case-insensitively (symbol name, file path or stem, normalised concept name);
+6. the hub rule never stops a seed, only expansion *through* a hub reached from one.
+
+One indexed SQL query per BFS layer fetches the neighbours of the whole layer in both directions:
+code relations (``relations`` by ``src_id`` and by ``dst_id``) and concept co-occurrence
+(``concept_relations`` by ``a_id`` and by ``b_id``; type ``co_occurs``, weight 1.0). The quality
+filter applies to the entities expansion reaches, not to the seeds the caller named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy import Connection, and_, literal, or_, select, union_all
+
+from contextgraph.errors import InvalidArgument
+from contextgraph.graph.stopwords import STOPWORDS
+from contextgraph.limits import EXPAND_DIRECTIONS
+from contextgraph.notes.wikilinks import normalize
+from contextgraph.settings import Settings
+from contextgraph.store import db
+from contextgraph.store.identity import file_uri
+from contextgraph.store.models import ConceptRelation, Entity, File, Relation, Source, table_of
+from contextgraph.store.sqlcore import chunked
+
+T_ENTITIES = table_of(Entity)
+T_REL = table_of(Relation)
+T_CREL = table_of(ConceptRelation)
+T_FILES = table_of(File)
+T_SOURCES = table_of(Source)
+
+MAX_SEEDS = 100
+MAX_DEPTH = 5
+MAX_NODES = 500
+
+
+@dataclass(frozen=True)
+class Expansion:
+    entity: str
+    kind: str
+    relationship_type: str
+    depth: int
+    score: float
+    via: str
+    path: str | None
+    uri: str | None = None  # memory:// URI of the file a code entity lives in
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "entity": self.entity,
+            "kind": self.kind,
+            "relationshipType": self.relationship_type,
+            "depth": self.depth,
+            "score": self.score,
+            "via": self.via,
+        }
+        if self.kind != "concept":
+            out["path"] = self.path
+            out["uri"] = self.uri
+        return out
+
+
+@dataclass(frozen=True)
+class ExpandResult:
+    seeds: tuple[str, ...]
+    matched: tuple[str, ...]
+    results: tuple[Expansion, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "seeds": list(self.seeds),
+            "matchedSeeds": list(self.matched),
+            "results": [r.as_dict() for r in self.results],
+        }
+
+
+def passes_quality(name: str, settings: Settings) -> bool:
+    """The reference quality filter: long enough, not all digits, not a stopword."""
+    bare = name.strip()
+    if len(bare) < settings.expand_min_length or bare.isdigit():
+        return False
+    lowered = bare.lower()
+    return lowered not in STOPWORDS and lowered not in settings.expand_stopwords
+
+
+def match_seeds(conn: Connection, seeds: list[str]) -> dict[int, tuple[str, str, str | None]]:
+    """Entities named by ``seeds``: id -> (name, kind, path)."""
+    e = T_ENTITIES
+    found: dict[int, tuple[str, str, str | None]] = {}
+    for seed in seeds:
+        lowered = seed.strip().lower()
+        if not lowered:
+            continue
+        concept = normalize(seed)
+        stem = db.escape_like(lowered)
+        conditions = [
+            and_(e.c.kind.in_(("symbol", "package")), e.c.name_lower == lowered),
+            and_(
+                e.c.kind == "file",
+                or_(
+                    e.c.name_lower == lowered,
+                    e.c.name_lower.like(stem + ".%", escape="\\"),
+                    e.c.name_lower.like("%/" + stem + ".%", escape="\\"),
+                    e.c.name_lower.like("%/" + stem, escape="\\"),
+                ),
+            ),
+        ]
+        if concept:
+            conditions.append(and_(e.c.kind == "concept", e.c.key == concept))
+        rows = conn.execute(select(e.c.id, e.c.name, e.c.kind, e.c.path).where(or_(*conditions)))
+        for r in rows:
+            if r.kind == "file" and not _is_stem_match(r.name.lower(), lowered):
+                continue
+            found[int(r.id)] = (r.name, r.kind, r.path)
+    return found
+
+
+def _is_stem_match(path: str, seed: str) -> bool:
+    if path == seed:
+        return True
+    name = path.rsplit("/", 1)[-1]
+    stem = name.split(".", 1)[0] if "." in name else name
+    return (
+        stem == seed
+        or path.rsplit(".", 1)[0] == seed
+        or path.rsplit(".", 1)[0].endswith("/" + seed)
+    )
+
+
+def _layer_query(ids: Sequence[int], min_weight: float, direction: str) -> Any:
+    """Every traversable edge touching ``ids``: (from, to, type, weight, count, outward).
+
+    ``direction`` "out" keeps the code edges from ``ids`` outward (what they use), "in" those
+    pointing at them (what uses them); co-occurrence has no direction and is always kept.
+    """
+    r, c = T_REL, T_CREL
+    one = literal(1.0)
+    parts = []
+    if direction in ("both", "out"):
+        parts.append(
+            select(r.c.src_id, r.c.dst_id, r.c.type, r.c.weight, literal(0), literal(1)).where(
+                r.c.src_id.in_(ids), r.c.weight >= min_weight
+            )
+        )
+    if direction in ("both", "in"):
+        parts.append(
+            select(r.c.dst_id, r.c.src_id, r.c.type, r.c.weight, literal(0), literal(0)).where(
+                r.c.dst_id.in_(ids), r.c.weight >= min_weight
+            )
+        )
+    parts += [
+        select(c.c.a_id, c.c.b_id, literal("co_occurs"), one, c.c.count, literal(1)).where(
+            c.c.a_id.in_(ids)
+        ),
+        select(c.c.b_id, c.c.a_id, literal("co_occurs"), one, c.c.count, literal(1)).where(
+            c.c.b_id.in_(ids)
+        ),
+    ]
+    return union_all(*parts)
+
+
+def _degrees(conn: Connection, ids: list[int], min_weight: float) -> dict[int, int]:
+    """Distinct traversable neighbours of each entity, both ways (how generic it is)."""
+    out: dict[int, set[int]] = {}
+    for chunk in chunked(ids):
+        for a, b, *_ in conn.execute(_layer_query(chunk, min_weight, "both")):
+            out.setdefault(int(a), set()).add(int(b))
+    return {n: len(v) for n, v in out.items()}
+
+
+def expand(
+    conn: Connection,
+    seeds: list[str],
+    *,
+    settings: Settings,
+    max_depth: int = 2,
+    max_nodes: int = 20,
+    direction: str = "both",
+) -> ExpandResult:
+    """Expand ``seeds`` breadth-first, layer by layer, through traversable relations.
+
+    Within a layer and a score, a candidate reached only because an expanded file defines it
+    ranks after the files and symbols that file is related to; then candidates reached from
+    more of the frontier first, then the more specific (fewer neighbours), then by name.
+    """
+    clean = [s for s in seeds if isinstance(s, str) and s.strip()]
+    if not clean:
+        raise InvalidArgument("give at least one seed entity name")
+    if len(clean) > MAX_SEEDS:
+        raise InvalidArgument(f"at most {MAX_SEEDS} seeds")
+    if not 1 <= max_depth <= MAX_DEPTH:
+        raise InvalidArgument(f"max_depth must be between 1 and {MAX_DEPTH}")
+    if not 1 <= max_nodes <= MAX_NODES:
+        raise InvalidArgument(f"max_nodes must be between 1 and {MAX_NODES}")
+    if direction not in EXPAND_DIRECTIONS:
+        raise InvalidArgument(f"direction must be one of {', '.join(EXPAND_DIRECTIONS)}")
+    seed_entities = match_seeds(conn, clean)
+    result_ids: list[int] = []
+    names: dict[int, tuple[str, str, str | None]] = dict(seed_entities)
+    visited = set(seed_entities)
+    frontier = sorted(seed_entities)
+    results: list[Expansion] = []
+    for depth in range(1, max_depth + 1):
+        if not frontier or len(results) >= max_nodes:
+            break
+        rows = conn.execute(_layer_query(frontier, settings.expand_min_weight, direction)).all()
+        neighbours: dict[int, set[int]] = {}
+        for src, dst, *_ in rows:
+            neighbours.setdefault(src, set()).add(dst)
+        expandable = {
+            n
+            for n in frontier
+            if n in seed_entities or len(neighbours.get(n, ())) <= settings.expand_hub_degree
+        }
+        # to -> (weight, count, not-only-defined, from, type); reached: to -> frontier ids
+        best: dict[int, tuple[float, int, int, int, str]] = {}
+        reached: dict[int, set[int]] = {}
+        for src, dst, rtype, weight, count, outward in rows:
+            if src not in expandable or dst in visited:
+                continue
+            reached.setdefault(dst, set()).add(src)
+            related = 0 if rtype == "defines" and outward else 1
+            candidate = (float(weight), int(count), related, src, str(rtype))
+            current = best.get(dst)
+            if current is None or candidate[:3] > current[:3]:
+                best[dst] = candidate
+        _load_names(conn, [n for n in best if n not in names], names)
+        degree = _degrees(conn, list(best), settings.expand_min_weight) if best else {}
+        ranked = sorted(
+            (
+                (weight * 0.5**depth, count, related, names[n][0], n, src, rtype)
+                for n, (weight, count, related, src, rtype) in best.items()
+                if passes_quality(names[n][0], settings)
+            ),
+            key=lambda t: (
+                -t[0],
+                -t[1],
+                -t[2],
+                -len(reached[t[4]]),
+                degree.get(t[4], 0),
+                t[3],
+            ),
+        )
+        room = max_nodes - len(results)
+        frontier = []
+        for score, _count, _related, name, n, src, rtype in ranked[:room]:
+            _, kind, path = names[n]
+            results.append(Expansion(name, kind, rtype, depth, score, names[src][0], path))
+            result_ids.append(n)
+            visited.add(n)
+            frontier.append(n)
+        # Candidates that did not fit are not visited: a later layer may not reach them anyway,
+        # since every layer is full once one candidate is cut.
+    # Each layer was appended in its final order (score, then relevance): no re-sort by name.
+    uris = _uris(conn, result_ids)
+    results = [replace(r, uri=uris.get(n)) for r, n in zip(results, result_ids, strict=True)]
+    matched = tuple(sorted({v[0] for v in seed_entities.values()}))
+    return ExpandResult(tuple(clean), matched, tuple(results))
+
+
+def _uris(conn: Connection, ids: list[int]) -> dict[int, str]:
+    """The memory:// URI of the file each code entity lives in."""
+    e, f, s = T_ENTITIES, T_FILES, T_SOURCES
+    out: dict[int, str] = {}
+    for chunk in chunked(ids):
+        for r in conn.execute(
+            select(e.c.id, s.c.name, f.c.path)
+            .join(f, f.c.id == e.c.file_id)
+            .join(s, s.c.id == f.c.source_id)
+            .where(e.c.id.in_(chunk))
+        ):
+            out[int(r.id)] = file_uri(r.name, r.path)
+    return out
+
+
+def _load_names(
+    conn: Connection, ids: list[int], names: dict[int, tuple[str, str, str | None]]
+) -> None:
+    for chunk in chunked(ids):
+        for r in conn.execute(
+            select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.kind, T_ENTITIES.c.path).where(
+                T_ENTITIES.c.id.in_(chunk)
+            )
+        ):
+            names[int(r.id)] = (r.name, r.kind, r.path)
+
+
+__all__ = ["STOPWORDS", "ExpandResult", "Expansion", "expand", "passes_quality"]

@@ -1,0 +1,280 @@
+"""Per-process cache of concept neighbourhoods for BuildContext.
+
+Each entry is filled by one indexed SQL query (never the whole graph) and is valid for one
+*graph version*: a counter that every writer changing concepts, relations, reference times or
+communities bumps in the same transaction. A reader checks the version with a primary-key lookup
+before using the cache, so it never serves data another process has changed.
+
+Decay weights depend on *now* through whole days of age, so a scored neighbourhood also records
+the next instant at which any of its notes' ages (past the grace period) ticks over, and is only
+reused for a *now* between the one it was computed for and that instant. Every answer is exact.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from sqlalchemy import (
+    Connection,
+    Engine,
+    FromClause,
+    Join,
+    and_,
+    bindparam,
+    case,
+    func,
+    select,
+    union_all,
+)
+
+from contextgraph.graph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
+from contextgraph.settings import Settings
+from contextgraph.store.dialect import total as float_total
+from contextgraph.store.meta import graph_version
+from contextgraph.store.models import ConceptRelation, Entity, File, Mention, table_of
+from contextgraph.store.sqlcore import chunked, driver_sql
+
+T_CREL = table_of(ConceptRelation)
+T_ENTITIES = table_of(Entity)
+T_MENTIONS = table_of(Mention)
+T_FILES = table_of(File)
+
+MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
+
+
+@dataclass
+class Scored:
+    """Every neighbour of one concept: id -> (co-occurrence count, sum of note weights)."""
+
+    edges: dict[int, tuple[int, float]]
+    ranked: list[int]  # ids by weightedScore desc, count desc, name
+    computed_at: float = 0.0
+    valid_until: float = math.inf
+
+
+@dataclass
+class _State:
+    key: tuple[str, str, float, float] | None = None
+    names: dict[int, tuple[str, int | None]] = field(default_factory=dict)
+    adjacency: dict[int, dict[int, int]] = field(default_factory=dict)
+    scored: dict[int, Scored] = field(default_factory=dict)
+    strengths: dict[int, int] = field(default_factory=dict)
+    members: dict[int, frozenset[int]] = field(default_factory=dict)
+    edges: int = 0
+
+
+class Neighbourhoods:
+    """Cached neighbourhood lookups bound to one read transaction (see the module docstring).
+
+    The cache is process-wide, one state per database URL, rather than owned by a
+    ``ContextGraph``: every use checks the graph version inside the caller's read transaction,
+    so a state can be shared safely by every facade, engine and thread of the process on that
+    database, and short-lived facades (the library used one call at a time, scripts, tests) still
+    find it warm. A state is dropped when the version or the decay settings change or it holds
+    more than :data:`MAX_EDGES` entries.
+    """
+
+    _states: ClassVar[dict[str, _State]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, engine: Engine, conn: Connection, settings: Settings, now: float) -> None:
+        self.conn = conn
+        self.settings = settings
+        self.now = now
+        version = graph_version(conn)
+        key = (version, settings.decay_model, settings.grace_days, settings.half_life_days)
+        url = str(engine.url)
+        with self._lock:
+            state = self._states.get(url)
+            if state is None or state.key != key or state.edges > MAX_EDGES:
+                state = _State(key=key)
+                self._states[url] = state
+        self.state = state
+        self.version = key[0]
+        self._precomputed: bool | None = None  # whether contextgraph.graph.weights may be read
+
+    def _weights_valid(self) -> bool:
+        if self._precomputed is None:
+            from contextgraph.graph import weights
+
+            stored = weights.stored_state(self.conn)
+            self._precomputed = stored is not None and stored == weights.state_for(
+                self.version, self.settings
+            )
+        return self._precomputed
+
+    def names(self, ids: Iterable[int]) -> dict[int, tuple[str, int | None]]:
+        """id -> (name, community id) for concept ids."""
+        known = self.state.names
+        known.update(entity_names(self.conn, [i for i in ids if i not in known]))
+        return known
+
+    def adjacency(self, cid: int) -> dict[int, int]:
+        """neighbour id -> co-occurrence count, from the stored relations."""
+        cached = self.state.adjacency.get(cid)
+        if cached is not None:
+            return cached
+        out: dict[int, int] = dict(self.conn.exec_driver_sql(_ADJACENCY_SQL, {"c": cid}).fetchall())
+        self.state.adjacency[cid] = out
+        self.state.edges += len(out)
+        return out
+
+    def adjacencies(self, ids: Iterable[int]) -> dict[int, dict[int, int]]:
+        """:meth:`adjacency` of many concepts, the missing ones read in batches."""
+        cache = self.state.adjacency
+        missing = [i for i in ids if i not in cache]
+        for start in range(0, len(missing), 500):
+            chunk = missing[start : start + 500]
+            found: dict[int, dict[int, int]] = {c: {} for c in chunk}
+            cr = T_CREL
+            for mine, other in ((cr.c.a_id, cr.c.b_id), (cr.c.b_id, cr.c.a_id)):
+                rows = self.conn.execute(select(mine, other, cr.c.count).where(mine.in_(chunk)))
+                for c, n, w in rows:
+                    found[int(c)][int(n)] = int(w)
+            for c, around in found.items():
+                cache[c] = around
+                self.state.edges += len(around)
+        return {i: cache[i] for i in ids}
+
+    def can_prune_siblings(self) -> bool:
+        """Whether precomputed strengths are there to bound the sibling candidates."""
+        return self._weights_valid()
+
+    def strengths(self, ids: list[int]) -> dict[int, int]:
+        """Sum of co-occurrence counts per concept (its weighted degree), summed in SQL."""
+        cr = T_CREL
+        known = self.state.strengths
+        missing = [i for i in ids if i not in known]
+        if missing and self._weights_valid():
+            from contextgraph.graph import weights
+
+            known.update(weights.strengths(self.conn, missing))
+            missing = []
+        for chunk in chunked(missing):
+            totals = dict.fromkeys(chunk, 0)
+            for side in (cr.c.a_id, cr.c.b_id):
+                rows = self.conn.execute(
+                    select(side, func.sum(cr.c.count)).where(side.in_(chunk)).group_by(side)
+                )
+                for cid, total in rows:
+                    totals[int(cid)] += int(total)
+            known.update(totals)
+        return {i: known[i] for i in ids}
+
+    def members(self, community_id: int) -> frozenset[int]:
+        """The concept ids of one community."""
+        cached = self.state.members.get(community_id)
+        if cached is None:
+            rows = self.conn.execute(
+                select(T_ENTITIES.c.id).where(
+                    T_ENTITIES.c.community_id == community_id, T_ENTITIES.c.kind == "concept"
+                )
+            )
+            cached = frozenset(int(r[0]) for r in rows)
+            self.state.members[community_id] = cached
+        return cached
+
+    def scored(self, cid: int) -> Scored:
+        """Every neighbour with its exact weightedScore (sum of its shared notes' weights)."""
+        cached = self.state.scored.get(cid)
+        if cached is not None and cached.computed_at <= self.now < cached.valid_until:
+            return cached
+        if self._weights_valid():
+            from contextgraph.graph import weights
+
+            found = weights.load(self.conn, cid, self.now)
+            if found is not None:
+                return self._remember(cid, *found)
+        joined, m1, m2, f = cooccurrences()
+        reference = reference_sql(f)
+        age = age_sql(reference, self.now)
+        # The instant this note's age reaches its next whole day; only ages past the grace
+        # period change a weight.
+        tick = case(
+            (age + 1 > self.settings.grace_days, reference + (age + 1) * SECONDS_PER_DAY),
+            else_=None,
+        )
+        rows = self.conn.execute(
+            select(
+                m2.c.concept_id,
+                func.count(),
+                float_total(weight_sql(f, self.now, self.settings), order_by=f.c.id),
+                func.min(tick),
+            )
+            .select_from(joined)
+            .where(m1.c.concept_id == cid)
+            .group_by(m2.c.concept_id)
+        )
+        edges: dict[int, tuple[int, float]] = {}
+        valid_until = math.inf
+        for n, co, total, next_tick in rows:
+            edges[int(n)] = (int(co), float(total))
+            if next_tick is not None:
+                valid_until = min(valid_until, float(next_tick))
+        names = self.names(edges)
+        ranked = sorted(edges, key=lambda n: (-weighted_score(edges[n]), -edges[n][0], names[n][0]))
+        result = Scored(edges, ranked, self.now, valid_until)
+        self.state.scored[cid] = result
+        self.state.edges += len(edges)
+        return result
+
+    def _remember(
+        self, cid: int, rows: list[tuple[int, int, float, str, int | None]], valid_until: float
+    ) -> Scored:
+        """Cache a precomputed list (already in rank order, names and communities included)."""
+        known = self.state.names
+        edges: dict[int, tuple[int, float]] = {}
+        for n, co, total, name, community in rows:
+            edges[n] = (co, total)
+            known[n] = (name, community)
+        result = Scored(edges, list(edges), self.now, valid_until)
+        self.state.scored[cid] = result
+        self.state.edges += len(edges)
+        return result
+
+
+def entity_names(conn: Connection, ids: list[int]) -> dict[int, tuple[str, int | None]]:
+    """id -> (name, community id) of the given entities."""
+    out: dict[int, tuple[str, int | None]] = {}
+    for chunk in chunked(ids):
+        rows = conn.execute(
+            select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id).where(
+                T_ENTITIES.c.id.in_(chunk)
+            )
+        )
+        for eid, name, community in rows:
+            out[int(eid)] = (name, community)
+    return out
+
+
+def weighted_score(edge: tuple[int, float]) -> float:
+    """weightedScore = count × (mean weight), computed as the spec states it."""
+    co, total = edge
+    return co * (total / co)
+
+
+def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
+    """(join, m1, m2, f): each row is one note ``f`` in which ``m1`` and ``m2`` co-occur.
+
+    Notes over the concept limit add no pairs, so they are left out.
+    """
+    m1, m2, f = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2"), T_FILES.alias("f")
+    joined = m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1)).join(
+        m2, and_(m2.c.file_id == m1.c.file_id, m2.c.concept_id != m1.c.concept_id)
+    )
+    return joined, m1, m2, f
+
+
+_ADJACENCY_SQL = driver_sql(
+    union_all(
+        select(T_CREL.c.b_id, T_CREL.c.count).where(T_CREL.c.a_id == bindparam("c")),
+        select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == bindparam("c")),
+    )
+)
+
+
+__all__ = ["Neighbourhoods", "Scored", "cooccurrences", "entity_names", "weighted_score"]

@@ -1,0 +1,232 @@
+"""Read one note (SPEC §9): resolve an identifier safely, return it, record the read.
+
+An identifier is a ``memory://<source>/<path>`` URI, a source-relative path, or a note title.
+Only files the store knows are served, and only from inside their source root: ``..`` segments,
+absolute paths, percent-encoded (``%2e``, ``%2f``, ``%5c``, ``%00``) forms, NUL bytes, symlinks
+that lead out of the root and the database files are refused with :class:`UnsafePath`. URIs are
+not percent-decoded at all (contextgraph writes them with raw paths), so no encoded form can
+smuggle a separator past the checks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from sqlalchemy import Connection, Engine, func, or_, select, update
+
+from contextgraph.errors import InvalidArgument, NotFound, UnsafePath
+from contextgraph.store import db
+from contextgraph.store.dialect import greatest
+from contextgraph.store.identity import URI_PREFIX, content_hash, file_uri
+from contextgraph.store.meta import bump_version
+from contextgraph.store.models import Entity, File, Mention, Source, table_of
+
+T_FILES = table_of(File)
+T_SOURCES = table_of(Source)
+T_MENTIONS = table_of(Mention)
+T_ENTITIES = table_of(Entity)
+
+MAX_IDENTIFIER = 4096
+_ENCODED = re.compile(r"%(?:2e|2f|5c|00|25)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Note:
+    uri: str
+    path: str
+    source: str
+    title: str | None
+    content: str
+    created: str | None
+    modified: str
+    last_accessed: str | None
+    concepts: tuple[str, ...]
+    hash: str = ""  # of the bytes read: pass it back as ``expected_hash`` to edit safely
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "uri": self.uri,
+            "path": self.path,
+            "source": self.source,
+            "title": self.title,
+            "content": self.content,
+            "created": self.created,
+            "modified": self.modified,
+            "lastAccessed": self.last_accessed,
+            "concepts": list(self.concepts),
+            "hash": self.hash,
+        }
+
+
+def _iso(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat()
+
+
+def check_relative(path: str) -> str:
+    """Validate a source-relative path; return it in posix form or raise UnsafePath."""
+    if not path or len(path) > MAX_IDENTIFIER:
+        raise UnsafePath("the path is empty or too long")
+    if "\x00" in path:
+        raise UnsafePath("the path contains a NUL byte")
+    if _ENCODED.search(path):
+        raise UnsafePath("percent-encoded dots, slashes or NULs are refused")
+    unified = path.replace("\\", "/")
+    if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or unified.startswith("~"):
+        raise UnsafePath("absolute paths are refused: give a path relative to its source")
+    if any(part == ".." for part in unified.split("/")):
+        raise UnsafePath("'..' is refused: paths stay inside their source")
+    # A backslash is an ordinary file-name character here: only '/' separates.
+    return "/".join(p for p in path.split("/") if p not in ("", "."))
+
+
+def _candidates(conn: Connection, identifier: str) -> list[Any]:
+    columns = (
+        T_FILES.c.id,
+        T_FILES.c.path,
+        T_FILES.c.title,
+        T_FILES.c.created,
+        T_FILES.c.modified,
+        T_FILES.c.last_accessed,
+        T_SOURCES.c.name.label("source"),
+        T_SOURCES.c.root,
+    )
+    base = select(*columns).join(T_SOURCES, T_SOURCES.c.id == T_FILES.c.source_id)
+    if identifier.startswith(URI_PREFIX):
+        rest = identifier[len(URI_PREFIX) :]
+        source, _, path = rest.partition("/")
+        if not source or not path:
+            raise InvalidArgument("a memory:// URI needs a source name and a path")
+        rel = check_relative(path)
+        return list(conn.execute(base.where(T_SOURCES.c.name == source, T_FILES.c.path == rel)))
+    if "://" in identifier:
+        raise UnsafePath("only memory:// URIs are served")
+    rel = check_relative(identifier)
+    rows = list(conn.execute(base.where(T_FILES.c.path == rel).order_by(T_SOURCES.c.name)))
+    if rows:
+        return rows
+    # A title: the frontmatter title, else the file name without its extension (a note's or a
+    # code file's), case-insensitively; the LIKE only narrows the rows the exact test then sees.
+    lowered = identifier.strip().lower()
+    titled = conn.execute(
+        base.where(
+            or_(
+                func.lower(T_FILES.c.title) == lowered,
+                func.lower(T_FILES.c.path).like("%" + db.escape_like(lowered) + "%", escape="\\"),
+            )
+        ).order_by(T_SOURCES.c.name, T_FILES.c.path)
+    )
+    return [r for r in titled if _names_title(r, lowered)]
+
+
+def _names_title(row: Any, lowered: str) -> bool:
+    if row.title is not None and row.title.lower() == lowered:
+        return True
+    stem = str(PurePosixPath(row.path).with_suffix("")).lower()
+    return stem == lowered or stem.endswith("/" + lowered)
+
+
+MAX_LISTED = 10
+
+
+def read_note(
+    engine: Engine,
+    identifier: str,
+    *,
+    database: Path | None,
+    now: float | None = None,
+    retry_seconds: float = 120.0,
+) -> Note:
+    """Return the note behind ``identifier`` and record the read in ``last_accessed``."""
+    row = resolve(engine, identifier)
+    data = _read_inside(Path(row.root), row.path, database)
+    text = data.decode("utf-8", errors="replace")
+    content = text[1:] if text.startswith("\ufeff") else text
+    stamp = now if now is not None else time.time()
+    with db.write(engine, retry_seconds=retry_seconds) as conn:
+        # A read can only make a note fresher: never move last_accessed backwards.
+        conn.execute(
+            update(T_FILES)
+            .where(T_FILES.c.id == row.id)
+            .values(last_accessed=greatest(func.coalesce(T_FILES.c.last_accessed, stamp), stamp))
+        )
+        bump_version(conn)  # the read changes decay weights: cached neighbourhoods are stale
+        last = conn.execute(
+            select(T_FILES.c.last_accessed).where(T_FILES.c.id == row.id)
+        ).scalar_one_or_none()
+        concepts = tuple(
+            r[0]
+            for r in conn.execute(
+                select(T_ENTITIES.c.name)
+                .join(T_MENTIONS, T_MENTIONS.c.concept_id == T_ENTITIES.c.id)
+                .where(T_MENTIONS.c.file_id == row.id)
+                .order_by(T_ENTITIES.c.name)
+            )
+        )
+    return Note(
+        uri=file_uri(row.source, row.path),
+        path=row.path,
+        source=row.source,
+        title=row.title or PurePosixPath(row.path).stem,
+        content=content,
+        created=_iso(row.created),
+        modified=_iso(row.modified) or "",
+        last_accessed=_iso(last),
+        concepts=concepts,
+        hash=content_hash(data),
+    )
+
+
+def resolve(engine: Engine, identifier: str) -> Any:
+    """The one stored file ``identifier`` names (id, path, source, root, ...), or raise."""
+    if not isinstance(identifier, str) or not identifier.strip():
+        raise InvalidArgument("give a memory:// URI, a source-relative path or a note title")
+    with db.read(engine) as conn:
+        rows = _candidates(conn, identifier)
+    if not rows:
+        raise NotFound(f"no note matches {identifier[:200]!r}")
+    if len(rows) > 1:
+        uris = ", ".join(file_uri(r.source, r.path) for r in rows[:MAX_LISTED])
+        more = f" and {len(rows) - MAX_LISTED} more" if len(rows) > MAX_LISTED else ""
+        raise InvalidArgument(
+            f"{identifier[:200]!r} is ambiguous: {len(rows)} files match: {uris}{more}"
+        )
+    return rows[0]
+
+
+def confine(root: Path, rel: str, database: Path | None) -> str:
+    """The real path of ``rel`` under ``root``; UnsafePath if it leads out or at the database.
+
+    ``rel`` must already have passed :func:`check_relative`. The file need not exist (writes
+    confine their target too): symlinks in the existing part of the path are resolved.
+    """
+    real_root = os.path.realpath(root)
+    target = os.path.realpath(os.path.join(real_root, rel))
+    if not (target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep)):
+        raise UnsafePath("the file leads outside its source (symlink)")
+    if database is not None:
+        db_real = os.path.realpath(database)
+        if (
+            target == db_real
+            or target.startswith(db_real + "-")
+            or target.startswith(db_real + ".")
+        ):
+            raise UnsafePath("the database files are never served")
+    return target
+
+
+def _read_inside(root: Path, rel: str, database: Path | None) -> bytes:
+    target = confine(root, rel, database)
+    try:
+        with open(target, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError as exc:
+        raise NotFound(f"{rel} is gone from disk: sync its source again") from exc
+    except OSError as exc:
+        raise NotFound(f"{rel} cannot be read: {exc.strerror or exc}") from exc
+    return data

@@ -1,0 +1,353 @@
+"""Retrieval (SPEC §13): a question in, the files and notes it needs out, ranked, with reasons.
+
+Two stages, fused into one score per file:
+
+1. **Lexical.** §9 search over notes and code (any words, code-aware, bm25 × decay) gives the
+   best ``retrieve_candidates`` matches; each has a lexical relevance ``L`` = its score over the
+   best score (so the top match has 1).
+2. **Graph.** The best ``retrieve_seeds`` matches are seeds, each as strong as its ``L``. A code
+   seed reaches the files it imports and is imported by, and those its symbols reference, inherit
+   or are referenced by (symbols stand for their files; a file's own ``defines`` edges never
+   make separate items). A note seed reaches the notes that link the same concepts. Each edge
+   passes on ``strength × edge weight × specificity``: an import or inheritance weighs
+   ``retrieve_import_weight``, references alone ``retrieve_reference_weight``, a shared concept
+   ``retrieve_concept_weight`` scaled by its rarity. *Specificity* down-weights hubs: a file
+   imported by a large share of the source's files, or a concept linked by a large share of its
+   notes, passes on ``1 − log(1 + d) / log(1 + N)`` (d: its in-degree or note count, N: files
+   or notes of the source), so a logger everything imports reaches nobody in particular.
+   Proximity ``G`` sums what a file receives from every seed, over the best ``G`` of the query.
+
+``score = L + retrieve_graph_weight × G + retrieve_prior_weight × P``, where ``P`` is a file's
+log size over the largest candidate's (big files are the ones most questions touch). A concept
+linked by more than ``retrieve_concept_fanout`` notes is not followed at all. The weights are
+settings; the defaults were chosen with ``scripts/bench_retrieval.py`` over the development case
+sets (see the README's table).
+
+The pack (:mod:`contextgraph.graph.retrieve_pack`): items carry ``why`` (matched words, graph paths)
+and an excerpt; excerpts stop at ``budget_tokens``. Retrieval never writes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+
+from sqlalchemy import Connection, func, select
+
+from contextgraph.errors import InvalidArgument, NotFound
+from contextgraph.graph.ftsquery import build_match, query_terms
+from contextgraph.graph.retrieve_pack import Retrieval, RetrievedItem, Scored, pack
+from contextgraph.graph.search import Candidate, ranked_matches
+from contextgraph.graph.stopwords import STOPWORDS
+from contextgraph.limits import MAX_QUERY_CHARS, RETRIEVE_BUDGET_TOKENS, RETRIEVE_K
+from contextgraph.settings import Settings
+from contextgraph.store.models import Entity, File, Mention, Relation, Source, table_of
+from contextgraph.store.sqlcore import chunked
+
+T_FILES = table_of(File)
+T_SOURCES = table_of(Source)
+T_ENTITIES = table_of(Entity)
+T_REL = table_of(Relation)
+T_MENTIONS = table_of(Mention)
+# Aliases built once: building one per call costs SQLAlchemy more than the query costs SQLite.
+_SRC = T_ENTITIES.alias("src")
+_DST = T_ENTITIES.alias("dst")
+
+_GRAPH_TYPES = ("imports", "inherits", "references")
+
+
+def retrieve(
+    conn: Connection,
+    query: str,
+    *,
+    settings: Settings,
+    now: float,
+    k: int = 10,
+    budget_tokens: int = 6000,
+    source: str | None = None,
+) -> Retrieval:
+    """Rank the files and notes ``query`` needs and pack their excerpts into ``budget_tokens``."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidArgument("give a question or some words to retrieve for")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidArgument(
+            f"the query is {len(query)} characters long; at most {MAX_QUERY_CHARS} are read"
+        )
+    RETRIEVE_K.check(k)
+    RETRIEVE_BUDGET_TOKENS.check(budget_tokens)
+    if source is not None and not _source_exists(conn, source):
+        raise NotFound(f"no source named {source if source.isprintable() else repr(source)}")
+    terms = [t for t in query_terms(query) if t.phrase or t.text.lower() not in STOPWORDS]
+    ranked = rank_files(conn, query, settings=settings, now=now, k=k, source=source)
+    return pack(conn, query, terms, ranked, k, budget_tokens)
+
+
+def rank_files(
+    conn: Connection,
+    query: str,
+    *,
+    settings: Settings,
+    now: float,
+    k: int,
+    source: str | None = None,
+) -> list[Scored]:
+    """The ``k`` best files for ``query`` by fused lexical and graph score (no excerpts)."""
+    terms = [t for t in query_terms(query) if t.phrase or t.text.lower() not in STOPWORDS]
+    match = build_match(query)
+    if not terms or match is None:
+        return []  # only stopwords or punctuation: nothing to look for
+    found, _ = ranked_matches(
+        conn,
+        match,
+        settings=settings,
+        now=now,
+        top=settings.retrieve_candidates,
+        source=source,
+    )
+    if not found:
+        return []
+    scored = _lexical(found)
+    seeds = sorted(scored.values(), key=lambda s: -s.lexical)[: settings.retrieve_seeds]
+    _code_neighbours(conn, seeds, scored, settings)
+    _note_neighbours(conn, seeds, scored, settings)
+    best_graph = max((s.graph for s in scored.values()), default=0.0)
+    prior = _size_prior(conn, list(scored)) if settings.retrieve_prior_weight else {}
+    for s in scored.values():
+        proximity = s.graph / best_graph if best_graph > 0 else 0.0
+        s.score = (
+            s.lexical
+            + settings.retrieve_graph_weight * proximity
+            + settings.retrieve_prior_weight * prior.get(s.file_id, 0.0)
+        )
+    return sorted(scored.values(), key=lambda s: (-s.score, s.path, s.source))[:k]
+
+
+def _size_prior(conn: Connection, ids: list[int]) -> dict[int, float]:
+    """log(size) over log(the largest candidate's size): big files change and matter more."""
+    sizes: dict[int, int] = {}
+    for chunk in chunked(ids):
+        sizes.update(
+            {
+                int(i): int(n)
+                for i, n in conn.execute(
+                    select(T_FILES.c.id, T_FILES.c.size).where(T_FILES.c.id.in_(chunk))
+                )
+            }
+        )
+    top = math.log1p(max(sizes.values(), default=1))
+    return {i: math.log1p(n) / top for i, n in sizes.items()} if top > 0 else {}
+
+
+def _source_exists(conn: Connection, name: str) -> bool:
+    return conn.execute(select(T_SOURCES.c.id).where(T_SOURCES.c.name == name)).first() is not None
+
+
+def _lexical(found: list[Candidate]) -> dict[int, Scored]:
+    top = found[0].score or 1.0
+    return {
+        c.file_id: Scored(c.file_id, c.source, c.path, c.kind, lexical=c.score / top) for c in found
+    }
+
+
+def _specificity(degree: int, population: int, damping: float) -> float:
+    """1 for what nothing else points at, falling to 0 for what everything points at."""
+    if population <= 1 or damping == 0:
+        return 1.0
+    return float(max(0.0, 1.0 - degree / population) ** damping)
+
+
+def _code_neighbours(
+    conn: Connection, seeds: list[Scored], scored: dict[int, Scored], settings: Settings
+) -> None:
+    """Spread each code seed's strength to the files it is related to, hubs damped."""
+    strength = {s.file_id: s.lexical for s in seeds if s.kind == "code"}
+    if not strength:
+        return
+    src, dst = _SRC, _DST
+    r = T_REL
+    base = (
+        select(src.c.file_id.label("a"), dst.c.file_id.label("b"), r.c.type)
+        .select_from(r.join(src, src.c.id == r.c.src_id).join(dst, dst.c.id == r.c.dst_id))
+        .where(r.c.type.in_(_GRAPH_TYPES), src.c.file_id != dst.c.file_id)
+    )
+    ids = list(strength)
+    rows = conn.execute(
+        base.where(src.c.file_id.in_(ids)).union(base.where(dst.c.file_id.in_(ids)))
+    ).all()
+    # file pair (seed, other) -> the edge types between them, with their direction.
+    links: dict[tuple[int, int], set[str]] = defaultdict(set)
+    for a, b, rtype in rows:
+        if a in strength:
+            links[(a, b)].add("out:" + rtype)
+        if b in strength:
+            links[(b, a)].add("in:" + rtype)
+    others = {other for _, other in links}
+    if not others:
+        return
+    degree, population, info = _file_degrees(conn, others)
+    for (seed, other), types in links.items():
+        weight = (
+            settings.retrieve_import_weight
+            if types & {"out:imports", "in:imports", "out:inherits", "in:inherits"}
+            else settings.retrieve_reference_weight
+        )
+        contribution = (
+            strength[seed]
+            * weight
+            * _specificity(degree.get(other, 0), population, settings.retrieve_hub_damping)
+        )
+        if contribution <= 0 or other not in info:
+            continue
+        target = scored.get(other)
+        if target is None:
+            source_name, path, kind = info[other]
+            target = scored[other] = Scored(other, source_name, path, kind)
+        target.graph += contribution
+        seed_path = scored[seed].path
+        verb = _verb(types)
+        target.reasons[f"{verb} {seed_path}"] = (
+            target.reasons.get(f"{verb} {seed_path}", 0.0) + contribution
+        )
+
+
+def _verb(types: set[str]) -> str:
+    """How a file is related to a seed, as the seed would say it of the file."""
+    if "in:imports" in types:
+        return "imports"
+    if "out:imports" in types:
+        return "imported by"
+    if "in:inherits" in types:
+        return "subclasses code in"
+    if "out:inherits" in types:
+        return "base class of code in"
+    if "in:references" in types:
+        return "uses"
+    return "used by"
+
+
+def _file_info(conn: Connection, file_ids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
+    """(source name, path, kind) of each file."""
+    f, src = T_FILES, T_SOURCES
+    info: dict[int, tuple[str, str, str]] = {}
+    for chunk in chunked(list(file_ids)):
+        for row in conn.execute(
+            select(f.c.id, src.c.name, f.c.path, f.c.kind)
+            .join(src, src.c.id == f.c.source_id)
+            .where(f.c.id.in_(chunk))
+        ):
+            info[int(row.id)] = (row.name, row.path, row.kind)
+    return info
+
+
+def _file_degrees(
+    conn: Connection, file_ids: Iterable[int]
+) -> tuple[dict[int, int], int, dict[int, tuple[str, str, str]]]:
+    """How many files import each of ``file_ids``, the code files of their sources, and names."""
+    ids = list(file_ids)
+    info: dict[int, tuple[str, str, str]] = {}
+    sources: set[int] = set()
+    f, s = T_FILES, T_SOURCES
+    for chunk in chunked(ids):
+        for row in conn.execute(
+            select(f.c.id, f.c.source_id, s.c.name, f.c.path, f.c.kind)
+            .join(s, s.c.id == f.c.source_id)
+            .where(f.c.id.in_(chunk))
+        ):
+            info[int(row.id)] = (row.name, row.path, row.kind)
+            sources.add(int(row.source_id))
+    population = int(
+        conn.execute(
+            select(func.count())
+            .select_from(f)
+            .where(f.c.kind == "code", f.c.source_id.in_(sources))
+        ).scalar_one()
+    )
+    src, dst = _SRC, _DST
+    degree: dict[int, int] = {}
+    for chunk in chunked(ids):
+        rows = conn.execute(
+            select(dst.c.file_id, func.count(func.distinct(src.c.file_id)))
+            .select_from(
+                T_REL.join(src, src.c.id == T_REL.c.src_id).join(dst, dst.c.id == T_REL.c.dst_id)
+            )
+            .where(
+                T_REL.c.type == "imports",
+                dst.c.kind == "file",
+                dst.c.file_id.in_(chunk),
+            )
+            .group_by(dst.c.file_id)
+        )
+        degree.update({int(fid): int(n) for fid, n in rows})
+    return degree, population, info
+
+
+def _note_neighbours(
+    conn: Connection, seeds: list[Scored], scored: dict[int, Scored], settings: Settings
+) -> None:
+    """Spread each note seed's strength to the notes linking the same concepts, by rarity.
+
+    A concept linked by more than ``retrieve_concept_fanout`` notes is a hub: it is not followed
+    (its share of the notes would damp it to little anyway, and fanning out through it would
+    read a large part of the vault for one question).
+    """
+    strength = {s.file_id: s.lexical for s in seeds if s.kind == "note"}
+    if not strength:
+        return
+    m, e, f = T_MENTIONS, T_ENTITIES, T_FILES
+    linked = conn.execute(
+        select(m.c.file_id, m.c.concept_id, e.c.name)
+        .join(e, e.c.id == m.c.concept_id)
+        .where(m.c.file_id.in_(list(strength)))
+    ).all()
+    if not linked:
+        return
+    df: dict[int, int] = {}
+    for chunk in chunked(list({int(r.concept_id) for r in linked})):
+        df.update(
+            {
+                int(c): int(n)
+                for c, n in conn.execute(
+                    select(m.c.concept_id, func.count())
+                    .where(m.c.concept_id.in_(chunk))
+                    .group_by(m.c.concept_id)
+                )
+            }
+        )
+    followed = {c for c, n in df.items() if 1 < n <= settings.retrieve_concept_fanout}
+    if not followed:
+        return
+    population = int(
+        conn.execute(select(func.count()).select_from(f).where(f.c.kind == "note")).scalar_one()
+    )
+    notes_of: dict[int, list[int]] = defaultdict(list)
+    for chunk in chunked(sorted(followed)):
+        for note, concept in conn.execute(
+            select(m.c.file_id, m.c.concept_id).where(m.c.concept_id.in_(chunk))
+        ):
+            notes_of[int(concept)].append(int(note))
+    info = _file_info(conn, {n for notes in notes_of.values() for n in notes})
+    for row in linked:
+        seed, concept = int(row.file_id), int(row.concept_id)
+        if concept not in followed:
+            continue
+        contribution = (
+            strength[seed]
+            * settings.retrieve_concept_weight
+            * _specificity(df[concept], population, settings.retrieve_hub_damping)
+        )
+        if contribution <= 0:
+            continue
+        reason = f"links [[{row.name}]] like seed note {scored[seed].path}"
+        for note in notes_of[concept]:
+            if note == seed or note not in info:
+                continue
+            target = scored.get(note)
+            if target is None:
+                source_name, path, kind = info[note]
+                target = scored[note] = Scored(note, source_name, path, kind)
+            target.graph += contribution
+            target.reasons[reason] = target.reasons.get(reason, 0.0) + contribution
+
+
+__all__ = ["Retrieval", "RetrievedItem", "retrieve"]

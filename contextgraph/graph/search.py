@@ -1,0 +1,572 @@
+"""Full-text search (SPEC §9): SQLite FTS5 (or PostgreSQL's tsvector, see
+:mod:`contextgraph.store.fulltext`), ranked by bm25 × recency decay, with snippets.
+
+A query is what a person or an LLM types. :mod:`contextgraph.graph.ftsquery` turns it into
+quoted FTS5 terms that match *any* word (or every word with ``all_words``), in every spelling
+the index holds (:mod:`contextgraph.graph.searchterms`), so no input is a syntax error. bm25
+weighs four columns: the title, the body, what names the file (path words, first heading,
+defined symbol names) and the other spellings of the body's identifiers (``COLUMN_WEIGHTS``).
+
+Ranking is exact, and avoids scoring every match when it can prove a page final:
+
+- *Recent files first* (SQLite, many matches). FTS5's bm25 of a file is below a ceiling known
+  before any file is scored: each phrase adds ``idf × tf·(k1+1) / (tf + k1·(…))``, which is less
+  than ``idf × (k1+1)`` (:func:`bm25_ceiling`). So a file of decay weight ``w`` scores below
+  ``ceiling × w``. SQLite scores only the files read or dated since some day (a plain column
+  test on each match, no bm25); when the page's last hit scores above ``ceiling`` times the
+  weight of the day before, no older file can reach the page. The first window holds the files
+  of weight at least ½; a second one is cut exactly at the page's last score.
+- *Best bm25 first*. FTS5 hands over the best ``n`` matches by bm25 alone (in C, with a LIMIT),
+  then decay weighs just those. Since a decay weight is at most 1, no match outside the first
+  ``n`` can score above the ``n``-th bm25; when the page's last hit scores above that bound the
+  page is final (fresh files, whose weights are all 1).
+- Otherwise SQLite ranks every match by bm25 × decay in one statement with a LIMIT, as it always
+  could.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Row,
+    Select,
+    column,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    table,
+)
+
+from contextgraph.errors import InvalidArgument, NotFound
+from contextgraph.graph.decay import SECONDS_PER_DAY, weight, weight_sql
+from contextgraph.graph.ftsquery import Term, build_match, query_terms
+from contextgraph.graph.read import check_relative
+from contextgraph.graph.searchterms import body_start, camel_parts, display_title
+from contextgraph.limits import MAX_QUERY_CHARS, SEARCH_LIMIT, SEARCH_PAGE
+from contextgraph.settings import Settings
+from contextgraph.store import db
+from contextgraph.store.dialect import is_postgresql
+from contextgraph.store.fulltext import FullText, full_text, phrases
+from contextgraph.store.identity import file_uri
+from contextgraph.store.models import File, Source, table_of
+
+T_FILES = table_of(File)
+T_SOURCES = table_of(Source)
+_F = T_FILES.alias("f")  # aliased once: a fresh alias per call costs more than the query
+_S = T_SOURCES.alias("s")
+# bm25 weights of the index columns: title, text, search_meta, search_parts.
+COLUMN_WEIGHTS = (4.0, 1.0, 4.0, 1.0)
+SNIPPET_CHARS = 200
+_SNIPPET_SCAN = 20_000  # characters of a body searched for the snippet's matches
+MIN_CANDIDATES = 64
+# Below this many matches, scoring them all costs less than proving a page from recent files.
+RECENT_FIRST_MIN_MATCHES = 256
+FIRST_WINDOW_WEIGHT = 0.5  # the first recent window: files of decay weight at least this
+WINDOW_ROUNDS = 3
+# FTS5's bm25 (ext/fts5/fts5_aux.c): k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)),
+# or 1e-6 where that is not positive, N rows in the index and n of them holding the phrase.
+BM25_K1 = 1.2
+BM25_MIN_IDF = 1e-6
+# Relative slack on the ceiling, far above the rounding of FTS5's sum: the bound only has to
+# hold, it need not be tight.
+CEILING_SLACK = 1e-6
+_FTS_DATA = table("files_fts_data", column("id"), column("block"))
+_FTS = table("files_fts", column("rowid"))
+_FTS_ROWID = _FTS.c.rowid
+_FTS_NAME: ColumnElement[Any] = literal_column("files_fts")
+RARE_SHARE = 1 / 8  # a phrase in fewer than this share of the matches is rare (see bm25_bounds)
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    uri: str
+    path: str
+    source: str
+    title: str
+    snippet: str
+    score: float
+    bm25: float
+    decay_weight: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "uri": self.uri,
+            "path": self.path,
+            "source": self.source,
+            "title": self.title,
+            "snippet": self.snippet,
+            "score": self.score,
+            "bm25": self.bm25,
+            "decayWeight": self.decay_weight,
+        }
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: str
+    total: int
+    page: int
+    limit: int
+    hits: tuple[SearchHit, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "total": self.total,
+            "page": self.page,
+            "limit": self.limit,
+            "hits": [h.as_dict() for h in self.hits],
+        }
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One match of the first stage, scored: what :func:`ranked_matches` returns."""
+
+    file_id: int
+    source: str
+    path: str
+    kind: str
+    title: str | None
+    score: float
+    bm25: float
+    decay_weight: float
+
+
+def check_query(query: str) -> None:
+    """Refuse a query longer than ``MAX_QUERY_CHARS`` with a clear message."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidArgument(
+            f"the query is {len(query)} characters long; at most {MAX_QUERY_CHARS} are read"
+        )
+
+
+def _check_source(conn: Connection, source: str | None) -> None:
+    if source is None:
+        return
+    found = conn.execute(select(T_SOURCES.c.id).where(T_SOURCES.c.name == source)).first()
+    if found is None:
+        raise NotFound(f"no source named {source if source.isprintable() else repr(source)}")
+
+
+def ranked_matches(
+    conn: Connection,
+    match: str,
+    *,
+    settings: Settings,
+    now: float,
+    top: int,
+    source: str | None = None,
+    folder: str | None = None,
+    kind: str | None = None,
+) -> tuple[list[Candidate], int]:
+    """The ``top`` best matches of an FTS5 expression by bm25 × decay, and the match count."""
+    f, s = _F, _S
+    fts = full_text(conn, match, f, COLUMN_WEIGHTS)
+    conditions: list[ColumnElement[bool]] = [fts.match]
+    if source is not None:
+        conditions.append(s.c.name == source)
+    if kind is not None:
+        conditions.append(f.c.kind == kind)
+    if folder is not None and folder.strip("/ "):
+        prefix = check_relative(folder.strip("/ "))
+        conditions.append(f.c.path.like(db.escape_like(prefix) + "/%", escape="\\"))
+    joined = fts.joined.join(s, s.c.id == f.c.source_id)
+    total = int(
+        conn.execute(select(func.count()).select_from(joined).where(*conditions)).scalar_one()
+    )
+    if total == 0 or top <= 0:
+        return [], total
+    ranking = _Ranking(conn, fts, joined, conditions, now, settings)
+    n = max(MIN_CANDIDATES, 2 * top)
+    if total > max(RECENT_FIRST_MIN_MATCHES, n) and not is_postgresql(conn):
+        found = ranking.recent_first(match, total, top)
+        if found is not None:
+            return found, total
+    return ranking.best_bm25_first(top, n), total
+
+
+class _Ranking:
+    """The statements that rank the matches of one search (see the module docstring)."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        fts: FullText,
+        joined: Any,
+        conditions: list[ColumnElement[bool]],
+        now: float,
+        settings: Settings,
+    ) -> None:
+        f, s = _F, _S
+        self.conn, self.now, self.settings = conn, now, settings
+        self.bm25 = fts.rank
+        self.decay = weight_sql(f, now, settings)
+        columns = (
+            f.c.id,
+            s.c.name,
+            f.c.path,
+            f.c.kind,
+            f.c.title,
+            self.bm25.label("bm25"),
+            self.decay.label("decay"),
+        )
+        self.query: Select[Any] = select(*columns).select_from(joined).where(*conditions)
+        self.by_score = ((-self.bm25 * self.decay).desc(), f.c.path, s.c.name)
+
+    def run(self, query: Select[Any]) -> list[Candidate]:
+        """The rows of ``query`` scored, best first (ties by path, then source)."""
+        return _scored(self.conn.execute(query).all())
+
+    def recent_first(self, match: str, total: int, top: int) -> list[Candidate] | None:
+        """The exact ``top`` found among recent files, or None when no window proves them."""
+        bounds = bm25_bounds(self.conn, match, rare_below=total * RARE_SHARE)
+        if bounds is None:
+            return None
+        f = _F
+        rare: ColumnElement[bool] | None = None
+        if bounds.rare:  # files holding a rare phrase are scored whatever their age
+            rare_match = " OR ".join(_quoted(p) for p in bounds.rare)
+            holding = select(_FTS_ROWID).where(_FTS_NAME.op("MATCH")(literal(rare_match)))
+            rare = f.c.id.in_(holding.correlate(None).scalar_subquery())
+        least = FIRST_WINDOW_WEIGHT
+        for _ in range(WINDOW_ROUNDS):
+            age = oldest_age(least, self.now, self.settings)
+            if age is None:  # the window would hold every file: rank them all
+                return self.run(self.query.order_by(*self.by_score).limit(top))
+            # Every file of age <= ``age`` is in the window (a day to spare), so every file left
+            # out is at least ``age + 1`` days old.
+            since = self.now - (age + 2) * SECONDS_PER_DAY
+            window = or_(
+                f.c.last_accessed >= since,
+                func.coalesce(f.c.created, f.c.modified) >= since,
+                *([rare] if rare is not None else []),
+            )
+            found = self.run(self.query.where(window).order_by(*self.by_score).limit(top))
+            if len(found) < top:
+                least /= 8  # too few recent matches: a wider window
+                continue
+            if any(-c.bm25 >= bounds.ceiling for c in found):
+                return None  # not the bm25 the ceiling was derived for: rank the exact way
+            last = found[-1].score
+            if last > bounds.common_ceiling * weight_at_age(age + 1, self.now, self.settings):
+                return found
+            # The window that holds every file which can beat ``last``.
+            least = last / bounds.common_ceiling
+        return None
+
+    def best_bm25_first(self, top: int, n: int) -> list[Candidate]:
+        """The exact ``top``: bm25's best ``n`` when they prove the page, else every match."""
+        found = self.run(self.query.order_by(self.bm25).limit(n))
+        if len(found) < n or len(found) < top:
+            return found[:top]
+        bound = -max(c.bm25 for c in found)  # the n-th bm25: no unseen match scores above it
+        if found[top - 1].score > bound:
+            return found[:top]
+        return self.run(self.query.order_by(*self.by_score).limit(top))[:top]
+
+
+def _scored(rows: Sequence[Row[Any]]) -> list[Candidate]:
+    return sorted(
+        (
+            Candidate(
+                int(r.id),
+                r.name,
+                r.path,
+                r.kind,
+                r.title,
+                -float(r.bm25) * float(r.decay),
+                float(r.bm25),
+                float(r.decay),
+            )
+            for r in rows
+        ),
+        key=lambda c: (-c.score, c.path, c.source),
+    )
+
+
+@dataclass(frozen=True)
+class Bm25Bounds:
+    """Bounds on ``-bm25`` of an expression's matches (SQLite's FTS5).
+
+    ``ceiling``: no match reaches it. ``common_ceiling``: no match holding none of the ``rare``
+    phrases reaches it (a phrase a file lacks adds nothing to its bm25).
+    """
+
+    ceiling: float
+    common_ceiling: float
+    rare: tuple[str, ...]
+
+
+def bm25_bounds(conn: Connection, match: str, *, rare_below: float) -> Bm25Bounds | None:
+    """The :class:`Bm25Bounds` of ``match``; phrases in fewer than ``rare_below`` files are rare.
+
+    None when FTS5's row count cannot be read. bm25 sums, over the expression's phrases (repeats
+    included), ``idf × tf·(k1+1) / (tf + k1·(1 - b + b·len/avglen))``, and that fraction is
+    below ``k1 + 1`` for any ``tf``.
+    """
+    texts = phrases(match)
+    if not texts:
+        return None
+    distinct = sorted(set(texts))
+    counts = [
+        select(func.count())
+        .select_from(_FTS)
+        .where(_FTS_NAME.op("MATCH")(literal(_quoted(p))))
+        .scalar_subquery()
+        for p in distinct
+    ]
+    averages = select(_FTS_DATA.c.block).where(_FTS_DATA.c.id == 1).scalar_subquery()
+    row = conn.execute(select(averages, *counts)).one()
+    rows = fts_row_count(row[0])
+    if rows is None:
+        return None
+    hits = dict(zip(distinct, (int(n) for n in row[1:]), strict=True))
+    if any(n > rows for n in hits.values()):
+        return None
+    rare = tuple(p for p in distinct if hits[p] < rare_below)
+    idf = common = 0.0
+    for text in texts:
+        n = hits[text]
+        value = math.log((rows - n + 0.5) / (n + 0.5))
+        value = value if value > 0.0 else BM25_MIN_IDF
+        idf += value
+        if text not in rare:
+            common += value
+    scale = (BM25_K1 + 1.0) * (1.0 + CEILING_SLACK)
+    return Bm25Bounds(ceiling=idf * scale, common_ceiling=common * scale, rare=rare)
+
+
+def _quoted(phrase: str) -> str:
+    return '"' + phrase.replace('"', '""') + '"'
+
+
+def fts_row_count(averages: object) -> int | None:
+    """The rows FTS5 counts in its index: the first varint of its averages record.
+
+    The record (``files_fts_data`` row 1) is the row count then each column's token total, as
+    SQLite varints: seven bits a byte, high bit set on all but the last, a ninth byte whole.
+    """
+    if not isinstance(averages, bytes) or not averages:
+        return None
+    value = 0
+    for i, byte in enumerate(averages[:9]):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return None
+
+
+def weight_at_age(age: int, now: float, settings: Settings) -> float:
+    """The decay weight of a file ``age`` whole days old."""
+    return weight(now - (age + 0.5) * SECONDS_PER_DAY, now, settings)
+
+
+def oldest_age(least: float, now: float, settings: Settings) -> int | None:
+    """The most whole days a file can be old and keep a weight of at least ``least``.
+
+    None when no age below 2**40 days (every file) weighs less. Weights never grow with age;
+    an age of 0 always weighs 1 (grace is never negative).
+    """
+    high = 1
+    while weight_at_age(high, now, settings) >= least:
+        if high >= 2**40:
+            return None
+        high *= 2
+    low = 0  # weight_at_age(low) >= least > weight_at_age(high)
+    while low < high - 1:
+        middle = (low + high) // 2
+        if weight_at_age(middle, now, settings) >= least:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def search(
+    conn: Connection,
+    query: str,
+    *,
+    settings: Settings,
+    now: float,
+    limit: int = 10,
+    page: int = 1,
+    source: str | None = None,
+    folder: str | None = None,
+    all_words: bool = False,
+) -> SearchResult:
+    """Find files whose title, path, symbols or text match ``query``; best bm25 × decay first."""
+    SEARCH_LIMIT.check(limit)
+    SEARCH_PAGE.check(page)
+    check_query(query)
+    _check_source(conn, source)
+    match = build_match(query, all_words=all_words)
+    if match is None:
+        return SearchResult(query, 0, page, limit, ())
+    top = page * limit
+    found, total = ranked_matches(
+        conn, match, settings=settings, now=now, top=top, source=source, folder=folder
+    )
+    page_hits = found[(page - 1) * limit : top]
+    texts = _texts(conn, [c.file_id for c in page_hits])
+    highlighter = Highlighter(query_terms(query))
+    hits = tuple(
+        SearchHit(
+            uri=file_uri(c.source, c.path),
+            path=c.path,
+            source=c.source,
+            title=display_title(c.title, texts.get(c.file_id), c.path),
+            snippet=highlighter.snippet(texts.get(c.file_id) or "", note=c.kind == "note"),
+            score=c.score,
+            bm25=c.bm25,
+            decay_weight=c.decay_weight,
+        )
+        for c in page_hits
+    )
+    return SearchResult(query, total, page, limit, hits)
+
+
+def _texts(conn: Connection, ids: list[int]) -> dict[int, str]:
+    """The first characters of each file's text (enough for a title and a snippet)."""
+    if not ids:
+        return {}
+    head = func.substr(T_FILES.c.text, 1, _SNIPPET_SCAN).label("head")
+    rows = conn.execute(select(T_FILES.c.id, head).where(T_FILES.c.id.in_(ids)))
+    return {int(r.id): r.head or "" for r in rows}
+
+
+class Highlighter:
+    """Cut a snippet around the query's words and mark them with ``**``.
+
+    FTS5's own ``snippet()`` cannot skip a note's frontmatter and marks with brackets, which
+    collide with WikiLinks; this reads the start of the stored text instead. The index stems
+    words (Porter), so a query word marks every word that starts like it (``validate`` marks
+    ``validation``), and both spellings of identifiers (``token`` marks ``TokenValidator``).
+    Matches are found with ``str.find`` per stem (C speed), not a regex alternation.
+    """
+
+    MAX_PER_STEM = 64
+
+    def __init__(self, terms: list[Term]) -> None:
+        stems: set[str] = set()
+        for term in terms:
+            for spelling in term.spellings + term.parts:
+                for token in spelling.split():
+                    for part in camel_parts(token):
+                        stems.add(_stem(part))
+        self.stems = tuple(sorted((s for s in stems if s), key=len, reverse=True))
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the query's words start a word of ``text`` (or a CamelCase part), in order."""
+        lowered = text.lower()
+        if len(lowered) != len(text):  # a few characters lower-case to two: keep offsets true
+            lowered = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text)
+        found: dict[int, int] = {}
+        for stem in self.stems:
+            pos = lowered.find(stem)
+            count = 0
+            while pos >= 0 and count < self.MAX_PER_STEM:
+                if _starts_word(text, pos) and pos not in found:
+                    end = pos + len(stem)
+                    while end < len(text) and (text[end].islower() or text[end].isdigit()):
+                        end += 1
+                    found[pos] = end
+                    count += 1
+                pos = lowered.find(stem, pos + 1)
+        spans: list[tuple[int, int]] = []
+        for start in sorted(found):
+            if spans and start < spans[-1][1]:
+                continue
+            spans.append((start, found[start]))
+        return spans
+
+    def count(self, text: str) -> int:
+        """How many of the query's words ``text`` holds (each word start counted once)."""
+        return len(self.spans(text)) if self.stems else 0
+
+    def snippet(self, text: str, *, note: bool) -> str:
+        """About ``SNIPPET_CHARS`` characters of ``text`` around its first dense run of matches."""
+        start = body_start(text) if note else 0
+        body = text[start:]
+        spans = self.spans(body) if self.stems else []
+        if not spans:
+            return _tidy(body[: SNIPPET_CHARS * 2], SNIPPET_CHARS)[0]
+        # The window (starting at a match) that holds the most matches.
+        best, best_count, j = 0, 0, 0
+        for i, (s, _) in enumerate(spans):
+            while j < len(spans) and spans[j][1] <= s + SNIPPET_CHARS:
+                j += 1
+            if j - i > best_count:
+                best, best_count = i, j - i
+        first = spans[best][0]
+        lead = body.rfind("\n", max(0, first - 40), first)
+        begin = lead + 1 if lead >= 0 else max(0, first - 40)
+        while begin > 0 and begin < first and not body[begin - 1].isspace():
+            begin += 1
+        end = begin + SNIPPET_CHARS
+        while end < len(body) and end < begin + SNIPPET_CHARS + 30 and not body[end].isspace():
+            end += 1
+        out: list[str] = ["…" if begin > 0 else ""]
+        pos = begin
+        for s, e in spans:
+            if s < begin or e > end:
+                continue
+            out.append(body[pos:s])
+            out.append("**" + body[s:e] + "**")
+            pos = e
+        out.append(body[pos:end])
+        text_out = " ".join("".join(out).split())
+        return text_out + ("…" if end < len(body) else "")
+
+
+def _starts_word(text: str, pos: int) -> bool:
+    """A word starts at ``pos``: after a non-alphanumeric, an underscore or a case change."""
+    if pos == 0:
+        return True
+    before = text[pos - 1]
+    if not before.isalnum():
+        return True
+    return before.islower() and text[pos].isupper()
+
+
+def _stem(word: str) -> str:
+    """A prefix the word's inflections share: ``tokens`` → ``toke``, ``validate`` → ``valid``."""
+    word = word.lower()
+    if len(word) <= 4:
+        return word
+    return word[: max(4, len(word) - 3)]
+
+
+def _tidy(text: str, limit: int) -> tuple[str, bool]:
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat, False
+    cut = flat.rfind(" ", 0, limit)
+    return flat[: cut if cut > limit // 2 else limit] + "…", True
+
+
+__all__ = [
+    "COLUMN_WEIGHTS",
+    "Bm25Bounds",
+    "Candidate",
+    "Highlighter",
+    "SearchHit",
+    "SearchResult",
+    "bm25_bounds",
+    "check_query",
+    "fts_row_count",
+    "oldest_age",
+    "ranked_matches",
+    "search",
+    "weight_at_age",
+]

@@ -1,0 +1,151 @@
+"""What the full-text index holds beside a file's text, so code is findable as people ask for it.
+
+FTS5's ``unicode61`` tokenizer splits at ``_``, ``.`` and ``/`` but not inside ``CamelCase``:
+``token_validator`` is indexed as ``token`` ``validator`` while ``TokenValidator`` is the single
+token ``tokenvalidator``. Two extra columns close the gap without a custom tokenizer (which
+Python's ``sqlite3`` cannot register):
+
+* ``search_parts`` — for every identifier of the text that the tokenizer would not split the way
+  a reader does, the other spelling: ``TokenValidator`` adds ``token validator``,
+  ``token_validator`` adds ``tokenvalidator``. Each spelling once per file.
+* ``search_meta`` — what names a file rather than what it says: the words of its path (split
+  like identifiers), its first ``#`` heading, and for code the names of the symbols it defines
+  in both spellings. The index weighs this column above the body (``search.COLUMN_WEIGHTS``).
+
+The query side (:mod:`contextgraph.graph.ftsquery`) asks for both spellings of every word, so the
+query ``TokenValidator`` and the words ``token validator`` find all four forms.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# An identifier-like run: letters, digits and underscores (ASCII; other scripts have no case
+# boundaries worth splitting at).
+_IDENT = re.compile(r"[A-Za-z0-9_]{2,}")
+# Case boundaries: "HTTPServerError" -> HTTP Server Error; digits stay with what precedes them.
+_CAMEL = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+# Frontmatter: a leading '---' line, up to the next '---' or '...' line.
+_FRONTMATTER = re.compile(
+    r"\A---[ \t]*\r?\n(?:.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL
+)
+# An identifier with another spelling: an underscore between two word characters, or a case
+# boundary (aB, a1B, ABc), anywhere in a run of identifier characters.
+_COMPOUND = re.compile(
+    r"(?<![A-Za-z0-9_])"
+    r"(?=[A-Za-z0-9_]*?(?:[A-Za-z0-9]_+[A-Za-z0-9]|[a-z0-9][A-Z]|[A-Z][A-Z][a-z]))"
+    r"[A-Za-z0-9_]{2,}"
+)
+MAX_PARTS_CHARS = 200_000  # a huge generated file does not get a second copy of itself
+
+
+def camel_parts(token: str) -> list[str]:
+    """Split one token at its case boundaries: ``HTTPServerV2`` → http server v2."""
+    return [p.lower() for p in _CAMEL.findall(token)] or [token.lower()]
+
+
+def spellings(word: str) -> tuple[str, str | None, str | None]:
+    """The ways the index may hold ``word``: (as tokenized, joined, case-split).
+
+    ``token_validator`` → ("token validator", "tokenvalidator", None);
+    ``TokenValidator`` → ("tokenvalidator", None, "token validator");
+    ``get_HTTPServer`` → ("get httpserver", "gethttpserver", "get http server").
+    A spelling is ``None`` where it equals the tokenized one.
+    """
+    pieces = [p for p in word.split("_") if p]
+    tokenized = " ".join(p.lower() for p in pieces)
+    joined = "".join(p.lower() for p in pieces) if len(pieces) > 1 else None
+    split = " ".join(part for p in pieces for part in camel_parts(p))
+    return tokenized, joined, (split if split != tokenized else None)
+
+
+def identifier_parts(text: str) -> str:
+    """The other spellings of the identifiers in ``text``, one per line, each once.
+
+    Only words with an inner underscore or a case boundary have another spelling; a regex (in
+    C) finds just those, and each distinct word is spelled once, so prose costs almost nothing.
+    """
+    seen: dict[str, None] = {}
+    size = 0
+    for word in dict.fromkeys(_COMPOUND.findall(text)):
+        _, joined, split = spellings(word)
+        for spelling in (joined, split):
+            if spelling and spelling not in seen:
+                seen[spelling] = None
+                size += len(spelling) + 1
+        if size > MAX_PARTS_CHARS:
+            break
+    return "\n".join(seen)
+
+
+def body_start(text: str) -> int:
+    """Offset where a note's body starts (after a YAML frontmatter block, if any)."""
+    match = _FRONTMATTER.match(text)
+    return match.end() if match else 0
+
+
+def first_heading(text: str) -> str | None:
+    """The text of the first ATX heading of a note's body, if any."""
+    match = _HEADING.search(text, body_start(text))
+    return match.group(1).strip() if match else None
+
+
+def display_title(title: str | None, text: str | None, path: str) -> str:
+    """A file's title for people: frontmatter ``title``, else the first heading, else the name."""
+    if title and title.strip():
+        return title.strip()
+    if text and path.lower().endswith(".md"):
+        heading = first_heading(text)
+        if heading:
+            return heading
+    name = path.rsplit("/", 1)[-1]
+    stem = name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
+    return stem or name
+
+
+def _words(names: Iterable[str]) -> list[str]:
+    out: dict[str, None] = {}
+    for name in names:
+        for word in _IDENT.findall(name):
+            for spelling in spellings(word):
+                if spelling:
+                    out.setdefault(spelling, None)
+    return list(out)
+
+
+def symbol_names(facts: str | None) -> list[str]:
+    """The qualified names of the symbols a code file defines, from its cached facts."""
+    if not facts:
+        return []
+    from contextgraph.code.model import FileFacts
+
+    try:
+        return [s.qualname for s in FileFacts.from_json(facts).symbols]
+    except ValueError:
+        return []
+
+
+def meta_terms(path: str, text: str | None, facts: str | None) -> str:
+    """Path words, first heading and defined symbol names: what the index weighs highest."""
+    parts = [path.replace("/", " ").replace(".", " ")]
+    if text is not None and path.lower().endswith(".md"):
+        heading = first_heading(text)
+        if heading:
+            parts.append(heading)
+    names = [*re.split(r"[/.]", path), *symbol_names(facts)]
+    parts.extend(_words(names))
+    return "\n".join(parts)
+
+
+__all__ = [
+    "body_start",
+    "camel_parts",
+    "display_title",
+    "first_heading",
+    "identifier_parts",
+    "meta_terms",
+    "spellings",
+    "symbol_names",
+]

@@ -1,0 +1,239 @@
+"""Precomputed per-relation decay-weight sums: BuildContext's neighbour lists, ready to read.
+
+A concept's scored neighbourhood (every neighbour with its co-occurrence count and the sum of
+the shared notes' decay weights, ranked as BuildContext ranks them) costs a mentions × mentions
+join. Weights only change when a note's age crosses a whole day, so the sync that changes the
+graph computes the lists of the concepts in at least ``weights_min_notes`` notes once, in one
+``INSERT … SELECT`` (the same join and weight expression as the on-the-fly query, so the same
+floating-point sums in the same note order), and a reader fetches one with an indexed range scan.
+
+A list is used only when all of these hold, else the reader computes on the fly, exactly as
+before (readers never write, so a read-only database keeps working):
+- ``meta['relation_weights']`` names the current graph version and the reader's decay settings;
+- *now* lies in the concept's window: no note of the concept changes its weight between the
+  instant of the precompute and *now* (one second of margin on each side of every day boundary,
+  far more than the rounding of the age formula).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from datetime import datetime
+
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Float,
+    and_,
+    case,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+)
+
+from contextgraph.graph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
+from contextgraph.settings import Settings
+from contextgraph.store import db, meta
+from contextgraph.store.models import (
+    ConceptRelation,
+    ConceptStrength,
+    Entity,
+    File,
+    Mention,
+    RelationWeight,
+    RelationWeightWindow,
+    table_of,
+)
+
+T_RW = table_of(RelationWeight)
+T_WINDOWS = table_of(RelationWeightWindow)
+T_STRENGTHS = table_of(ConceptStrength)
+T_CREL = table_of(ConceptRelation)
+T_MENTIONS = table_of(Mention)
+T_FILES = table_of(File)
+T_ENTITIES = table_of(Entity)
+
+STATE_KEY = "relation_weights"
+MARGIN_SECONDS = 1.0
+_NEVER = -1e300  # a valid_from that every instant passes (ages within grace weigh 1.0)
+
+
+def state_for(version: str, settings: Settings) -> str:
+    """The ``meta`` value that makes a precompute valid for ``version`` under ``settings``."""
+    return json.dumps(
+        {
+            "version": version,
+            "decay_model": settings.decay_model,
+            "grace_days": settings.grace_days,
+            "half_life_days": settings.half_life_days,
+        },
+        sort_keys=True,
+    )
+
+
+def stored_state(conn: Connection) -> str | None:
+    return meta.get(conn, STATE_KEY)
+
+
+def refresh(engine: Engine, settings: Settings, now: datetime | float | None = None) -> int:
+    """Recompute every list for the current graph version; return the number of rows written.
+
+    Runs in one write transaction, so readers see the old lists (or none) until it commits,
+    and a concurrent graph change (which bumps the version) simply makes them stale.
+    """
+    if now is None:
+        now = settings.current_time()
+    at = now.timestamp() if isinstance(now, datetime) else float(now)
+    with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
+        conn.execute(delete(T_RW))
+        conn.execute(delete(T_WINDOWS))
+        conn.execute(delete(T_STRENGTHS))
+        written = 0
+        if settings.weights_min_notes > 0:
+            _fill(conn, settings, at)
+            _fill_strengths(conn)
+            written = int(conn.execute(select(func.count()).select_from(T_RW)).scalar_one())
+        meta.put(conn, STATE_KEY, state_for(meta.graph_version(conn), settings))
+    return written
+
+
+def is_current(engine: Engine, settings: Settings) -> bool:
+    """True when the stored lists were computed for the current graph version and settings."""
+    with db.read(engine) as conn:
+        return stored_state(conn) == state_for(meta.graph_version(conn), settings)
+
+
+def _fill(conn: Connection, settings: Settings, at: float) -> None:
+    f = T_FILES.alias("f")
+    ref = reference_sql(f)
+    age = age_sql(ref, at)
+    grace = settings.grace_days
+    day = literal(SECONDS_PER_DAY, Float)
+    margin = literal(MARGIN_SECONDS, Float)
+    # Per note: its weight now, and the instants between which that weight holds.
+    fw = (
+        select(
+            f.c.id.label("id"),
+            weight_sql(f, at, settings).label("w"),
+            case((age <= grace, literal(_NEVER, Float)), else_=ref + age * day + margin).label(
+                "vf"
+            ),
+            case(
+                (age <= grace, ref + (math.floor(grace) + 1) * day - margin),
+                else_=ref + (age + 1) * day - margin,
+            ).label("vu"),
+        )
+        .where(f.c.pairs == 1)
+        .cte("fw")
+        .prefix_with("MATERIALIZED")
+    )
+    hubs = (
+        select(T_MENTIONS.c.concept_id)
+        .group_by(T_MENTIONS.c.concept_id)
+        .having(func.count() >= settings.weights_min_notes)
+        .scalar_subquery()
+    )
+    # The on-the-fly query's join, note order and total(): the same sums, bit for bit.
+    m1, m2 = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2")
+    agg = (
+        select(
+            m1.c.concept_id.label("c"),
+            m2.c.concept_id.label("o"),
+            func.count().label("co"),
+            func.total(fw.c.w).label("tot"),
+        )
+        .select_from(
+            m1.join(fw, fw.c.id == m1.c.file_id).join(
+                m2, and_(m2.c.file_id == m1.c.file_id, m2.c.concept_id != m1.c.concept_id)
+            )
+        )
+        .where(m1.c.concept_id.in_(hubs))
+        .group_by(m1.c.concept_id, m2.c.concept_id)
+        .subquery("agg")
+    )
+    e = T_ENTITIES.alias("e")
+    score = agg.c.co * (agg.c.tot / agg.c.co)  # weightedScore as neighbourhood computes it
+    rank = func.row_number().over(
+        partition_by=agg.c.c, order_by=(score.desc(), agg.c.co.desc(), e.c.name, agg.c.o)
+    )
+    rows = select(
+        agg.c.c, rank - 1, agg.c.o, agg.c.co, agg.c.tot, e.c.name, e.c.community_id
+    ).select_from(agg.join(e, e.c.id == agg.c.o))
+    conn.execute(
+        insert(T_RW).from_select(
+            ["concept_id", "rank", "other_id", "count", "total", "name", "community_id"], rows
+        )
+    )
+    windows = (
+        select(T_MENTIONS.c.concept_id, func.max(fw.c.vf), func.min(fw.c.vu))
+        .select_from(T_MENTIONS.join(fw, fw.c.id == T_MENTIONS.c.file_id))
+        .where(T_MENTIONS.c.concept_id.in_(select(T_RW.c.concept_id).distinct()))
+        .group_by(T_MENTIONS.c.concept_id)
+    )
+    conn.execute(
+        insert(T_WINDOWS).from_select(["concept_id", "valid_from", "valid_until"], windows)
+    )
+
+
+def _fill_strengths(conn: Connection) -> None:
+    """Every concept's weighted degree: community siblings prune and divide by it."""
+    sides = select(T_CREL.c.a_id.label("c"), T_CREL.c.count.label("w")).union_all(
+        select(T_CREL.c.b_id, T_CREL.c.count)
+    )
+    both = sides.subquery("both")
+    conn.execute(
+        insert(T_STRENGTHS).from_select(
+            ["concept_id", "strength"],
+            select(both.c.c, func.sum(both.c.w)).group_by(both.c.c),
+        )
+    )
+
+
+def strengths(conn: Connection, ids: list[int]) -> dict[int, int]:
+    """Precomputed weighted degrees (a concept without relations has none: 0)."""
+    out = dict.fromkeys(ids, 0)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        rows = conn.execute(
+            select(T_STRENGTHS.c.concept_id, T_STRENGTHS.c.strength).where(
+                T_STRENGTHS.c.concept_id.in_(chunk)
+            )
+        )
+        out.update((int(c), int(w)) for c, w in rows)
+    return out
+
+
+def load(
+    conn: Connection, cid: int, now: float
+) -> tuple[list[tuple[int, int, float, str, int | None]], float] | None:
+    """``cid``'s precomputed list (rank order) and the end of its window, if valid at ``now``.
+
+    The caller has checked the stored state against the graph version and settings."""
+    window = conn.exec_driver_sql(_WINDOW_SQL, (cid,)).first()
+    if window is None or not (window[0] <= now < window[1]):
+        return None
+    rows = conn.exec_driver_sql(_LOAD_SQL, (cid,)).fetchall()
+    return [(o, co, tot, name, community) for o, co, tot, name, community in rows], float(window[1])
+
+
+_WINDOW_SQL = "SELECT valid_from, valid_until FROM relation_weight_windows WHERE concept_id = ?"
+
+
+_LOAD_SQL = (
+    "SELECT other_id, count, total, name, community_id FROM relation_weights"
+    " WHERE concept_id = ? ORDER BY rank"
+)
+
+
+def timed_refresh(engine: Engine, settings: Settings) -> float:
+    """Refresh and return the seconds it took (for the sync report)."""
+    t = time.perf_counter()
+    refresh(engine, settings)
+    return time.perf_counter() - t
+
+
+__all__ = ["is_current", "load", "refresh", "state_for", "stored_state"]

@@ -1,0 +1,575 @@
+"""Engine set-up, pragmas, transactions and migrations.
+
+Every transaction that may write starts with ``BEGIN IMMEDIATE``: a deferred transaction that reads
+and then writes fails at once with "database is locked" when another writer holds the lock, whatever
+the busy timeout, because SQLite cannot upgrade it without risking a deadlock. Read transactions
+use a plain deferred ``BEGIN`` so they see one snapshot and never block writers (WAL mode).
+
+On PostgreSQL the same two kinds of transaction exist: a write transaction first takes a
+transaction-level advisory lock (writers run one at a time, as SQLite's do, so no two of our
+writers can deadlock or see each other's half-done batches), and a read transaction is
+``REPEATABLE READ READ ONLY`` (one snapshot, never blocking a writer). Serialization failures and
+deadlocks (from other clients of the server) are retried by :func:`run_write`. One sync per
+database is a session-level advisory lock (:func:`sync_lock`), freed by the server when the
+session ends however the process died.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from sqlalchemy import (
+    URL,
+    Connection,
+    Engine,
+    column,
+    create_engine,
+    event,
+    select,
+    table,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.pool import StaticPool
+
+from contextgraph.errors import CorruptDatabase, DatabaseError, ReadOnlyDatabase
+
+log = logging.getLogger(__name__)
+
+# The newest Alembic revision; tests/test_migrations.py checks it matches migrations/versions.
+SCHEMA_HEAD = "0004_relation_weights"
+
+_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+@dataclass
+class LockStats:
+    """How often and how long this process waited for the write lock (for soak reports)."""
+
+    waits: int = 0
+    seconds: list[float] | None = None
+
+    def record(self, seconds: float) -> None:
+        self.waits += 1
+        if self.seconds is None:
+            self.seconds = []
+        self.seconds.append(seconds)
+
+
+lock_stats = LockStats()
+_stats_lock = threading.Lock()
+
+
+MEMORY = ":memory:"
+
+
+def database_url(path_or_url: str | os.PathLike[str]) -> URL:
+    """Turn a file path or an SQLAlchemy URL into a URL; relative paths become absolute.
+
+    A path is taken literally: ``50%.db``, ``a:b.db`` and ``my%20notes.db`` name exactly those
+    files (no percent-decoding), and ``:memory:`` is an in-memory database.
+    """
+    raw = os.fspath(path_or_url)
+    if not raw:
+        raise DatabaseError("the database path is empty")
+    if "://" in raw:
+        return make_url(raw)
+    if raw == MEMORY:
+        return URL.create("sqlite", database=MEMORY)
+    return URL.create("sqlite", database=str(Path(raw).expanduser().resolve()))
+
+
+def is_memory(url: URL) -> bool:
+    """Whether ``url`` names a private in-memory SQLite database."""
+    name = url.database or ""
+    return (
+        not name
+        or name == MEMORY
+        or name.startswith("file::memory:")
+        or url.query.get("mode") == "memory"
+    )
+
+
+def database_path(engine: Engine) -> Path | None:
+    """Return the database file of a file-backed SQLite engine (None for in-memory or a server)."""
+    if engine.url.get_backend_name() != "sqlite" or is_memory(engine.url):
+        return None
+    name = engine.url.database or ""
+    if engine.url.query.get("uri") == "true" and name.startswith("file:"):
+        name = unquote(name[len("file:") :])
+    return Path(name).resolve()
+
+
+def is_read_only(engine: Engine) -> bool:
+    """Whether the engine was opened read-only (the file or its folder cannot be written)."""
+    return engine.url.query.get("mode") == "ro"
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write ``path`` and create its ``-wal``/``-shm`` beside it."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def _read_only_url(path: Path) -> URL:
+    # SQLite needs the -shm file to read a WAL database; in a folder it cannot write, it can only
+    # read an existing -shm, else the file must be opened immutable (nobody can write it anyway).
+    shm = path.with_name(path.name + "-shm")
+    immutable = not os.access(path.parent, os.W_OK) and not shm.exists()
+    query = {"uri": "true", "mode": "ro", **({"immutable": "1"} if immutable else {})}
+    return URL.create("sqlite", database=f"file:{quote(str(path))}", query=query)
+
+
+def make_engine(
+    path_or_url: str | os.PathLike[str] | URL,
+    *,
+    busy_timeout_ms: int = 5000,
+    create: bool = True,
+) -> Engine:
+    """Create an engine with WAL, a busy timeout, foreign keys and explicit transactions.
+
+    With ``create=False`` a missing database file is an error (and nothing is created). A file
+    this process cannot write is opened read-only: every read works, every write is refused.
+    """
+    url = path_or_url if isinstance(path_or_url, URL) else database_url(path_or_url)
+    if url.get_backend_name() == "postgresql":
+        return _make_pg_engine(url, busy_timeout_ms=busy_timeout_ms)
+    if url.get_backend_name() != "sqlite":
+        raise DatabaseError(
+            f"only SQLite and PostgreSQL databases are supported, not {url.get_backend_name()}"
+        )
+    memory = is_memory(url)
+    if not memory and url.query.get("uri") != "true":
+        path = Path(url.database or "")
+        if path.is_dir():
+            raise DatabaseError(f"the database path {path} is a folder, not a file")
+        if not path.exists():
+            if not create:
+                raise DatabaseError(f"no database at {path}")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DatabaseError(
+                    f"cannot create the database folder {path.parent}: {exc.strerror or exc}"
+                ) from exc
+        elif not _writable(path):
+            url = _read_only_url(path)
+    engine = create_engine(
+        url,
+        connect_args={"timeout": busy_timeout_ms / 1000, "check_same_thread": False},
+        pool_pre_ping=False,
+        # One in-memory database is one connection: migrations and queries must share it.
+        **({"poolclass": StaticPool} if memory else {}),
+    )
+    read_only = is_read_only(engine)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event emit BEGIN itself (pysqlite's own handling is broken).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if not read_only:  # switching the journal mode writes the header
+                _retry_locked(lambda: cursor.execute("PRAGMA journal_mode = WAL"))
+            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+            cursor.execute("PRAGMA temp_store = MEMORY")
+            cursor.execute("PRAGMA wal_autocheckpoint = 20000")
+            cursor.execute("PRAGMA cache_size = -131072")
+        finally:
+            cursor.close()
+        _ensure_math_functions(dbapi_connection)
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get("contextgraph_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if mode else "BEGIN")
+
+    _engines.add(engine)
+    return engine
+
+
+# Advisory lock keys (any 64-bit numbers; these spell "cg-write" and "cg-sync").
+WRITE_LOCK_KEY = 0x63672D7772697465
+SYNC_LOCK_KEY = 0x63672D73796E63
+# SQLSTATEs a writer retries: serialization_failure, deadlock_detected.
+_RETRY_SQLSTATES = frozenset({"40001", "40P01"})
+# Connections per process: an MCP server's threads plus a sync (its lock session is separate).
+PG_POOL_SIZE = 5
+PG_MAX_OVERFLOW = 10
+
+
+def _make_pg_engine(url: Any, *, busy_timeout_ms: int) -> Engine:
+    """An engine on a PostgreSQL server through psycopg 3, with our two transaction kinds."""
+    if url.get_driver_name() not in ("psycopg", "psycopg2", ""):
+        raise DatabaseError(f"PostgreSQL is reached through psycopg 3, not {url.get_driver_name()}")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError as exc:
+        raise DatabaseError(
+            'PostgreSQL needs psycopg 3: pip install "contextgraph[postgres]"'
+        ) from exc
+    url = url.set(drivername="postgresql+psycopg")
+    engine = create_engine(
+        url,
+        pool_size=PG_POOL_SIZE,
+        max_overflow=PG_MAX_OVERFLOW,
+        pool_timeout=max(30.0, busy_timeout_ms / 1000),
+        pool_pre_ping=True,
+        connect_args={"application_name": "contextgraph", "connect_timeout": 10},
+    )
+
+    @event.listens_for(engine, "before_cursor_execute", retval=True)
+    def _driver_sql(
+        _conn: Any, _cursor: Any, statement: str, parameters: Any, context: Any, _many: bool
+    ) -> tuple[str, Any]:
+        # Driver-level text compiled for SQLite (sqlcore.driver_sql) runs as PostgreSQL's own.
+        if context is not None and context.compiled is None:
+            from contextgraph.store.dialect import translate
+
+            statement = translate(statement, "postgresql")
+        return statement, parameters
+
+    @event.listens_for(engine, "handle_error")
+    def _on_error(context: Any) -> None:
+        # PostgreSQL text cannot hold NUL, so no stored name or text contains one (SQLite's do
+        # not either: a file with NUL bytes is refused as binary). Input with a NUL is a clear
+        # argument error here, never a driver traceback.
+        if "cannot contain NUL" in str(context.original_exception):
+            from contextgraph.errors import InvalidArgument
+
+            raise InvalidArgument("the text holds a NUL (0x00) character, which PostgreSQL refuses")
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        options = conn.get_execution_options()
+        if options.get("contextgraph_write", False):
+            wait_ms = int(float(options.get("contextgraph_wait", 120.0)) * 1000)
+            conn.exec_driver_sql(f"SET LOCAL lock_timeout = {max(1, wait_ms)}")
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")
+            conn.exec_driver_sql("SET LOCAL lock_timeout = 0")
+        else:
+            conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+
+    _engines.add(engine)
+    return engine
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    orig = getattr(exc, "orig", exc)
+    state = getattr(orig, "sqlstate", None)
+    return None if state is None else str(state)
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """True for a PostgreSQL serialization failure or deadlock: retrying the transaction helps."""
+    return _sqlstate(exc) in _RETRY_SQLSTATES
+
+
+def run_write(engine: Engine, fn: Any, *, retry_seconds: float = 120.0) -> Any:
+    """Run ``fn(conn)`` in a write transaction, retrying it on serialization failures/deadlocks.
+
+    On SQLite this is exactly one :func:`write` (its writers never deadlock). ``fn`` must have
+    no side effects outside the transaction, since it may run more than once.
+    """
+    start = time.monotonic()
+    delay = 0.01
+    while True:
+        try:
+            with write(engine, retry_seconds=retry_seconds) as conn:
+                return fn(conn)
+        except (OperationalError, DBAPIError) as exc:
+            if not is_retryable(exc) or time.monotonic() - start > retry_seconds:
+                raise
+            log.info("retrying a write after %s", _sqlstate(exc))
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
+@contextmanager
+def sync_lock(engine: Engine, *, wait: bool = True) -> Iterator[None]:
+    """Hold PostgreSQL's one-sync-per-database lock: a session-level advisory lock.
+
+    The lock lives on its own session (not a pooled connection, which would keep it after
+    being returned), so the server frees it when the session ends, whatever killed the process.
+    """
+    import psycopg
+
+    from contextgraph.errors import SyncInProgress
+
+    conninfo = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    try:
+        session = psycopg.connect(conninfo, autocommit=True, application_name="contextgraph-sync")
+    except psycopg.Error as exc:
+        raise DatabaseError(f"cannot connect to the database: {exc}") from exc
+    try:
+        if wait:
+            session.execute("SELECT pg_advisory_lock(%s)", (SYNC_LOCK_KEY,))
+        else:
+            row = session.execute("SELECT pg_try_advisory_lock(%s)", (SYNC_LOCK_KEY,)).fetchone()
+            if not row or not row[0]:
+                raise SyncInProgress("a sync is already running on this database")
+        yield
+    finally:
+        session.close()  # ending the session releases the lock
+
+
+def _ensure_math_functions(dbapi_connection: sqlite3.Connection) -> None:
+    """Register pow() and floor() where SQLite was built without its math functions."""
+    try:
+        dbapi_connection.execute("SELECT pow(2, 2), floor(1.5)").fetchone()
+    except sqlite3.OperationalError:
+        dbapi_connection.create_function("pow", 2, _pow, deterministic=True)
+        dbapi_connection.create_function("floor", 1, _floor, deterministic=True)
+
+
+def _pow(x: float | None, y: float | None) -> float | None:
+    return None if x is None or y is None else math.pow(x, y)
+
+
+def _floor(x: float | None) -> float | None:
+    return None if x is None else float(math.floor(x))
+
+
+def _is_locked(exc: BaseException) -> bool:
+    message = str(exc).lower()
+    return "database is locked" in message or "database is busy" in message
+
+
+def _retry_locked(fn: Any, *, deadline_seconds: float = 120.0) -> Any:
+    start = time.monotonic()
+    delay = 0.005
+    while True:
+        try:
+            return fn()
+        except (sqlite3.OperationalError, OperationalError) as exc:
+            if not _is_locked(exc) or time.monotonic() - start > deadline_seconds:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+
+def _where(engine: Engine) -> str:
+    if engine.url.get_backend_name() != "sqlite":
+        return f"the database {engine.url}"  # str() of a URL hides its password
+    path = database_path(engine)
+    return "the in-memory database" if path is None else f"the database at {path}"
+
+
+def translate(engine: Engine, exc: BaseException) -> BaseException:
+    """Map a driver error to a one-line contextgraph error (never the SQL statement).
+
+    Errors that are not about the database file itself come back unchanged.
+    """
+    orig = getattr(exc, "orig", None) or exc
+    message = str(orig)
+    if engine.url.get_backend_name() == "postgresql":
+        return _translate_pg(engine, exc)
+    lowered = message.lower()
+    if "readonly database" in lowered or "read-only" in lowered:
+        return ReadOnlyDatabase(f"{_where(engine)} is read-only: cannot write to it")
+    if "file is not a database" in lowered or "malformed" in lowered:
+        return CorruptDatabase(f"{_where(engine)} is damaged or not a database ({message})")
+    if "unable to open database file" in lowered or "disk i/o error" in lowered:
+        return DatabaseError(f"cannot open {_where(engine)} ({message})")
+    return exc
+
+
+# SQLSTATE classes of a server that cannot be reached or entered: connection exceptions (08),
+# invalid authorization (28), no such database (3D000).
+_PG_CANNOT_OPEN = ("08", "28", "3D")
+
+
+def _translate_pg(engine: Engine, exc: BaseException) -> BaseException:
+    orig = getattr(exc, "orig", None) or exc
+    state = _sqlstate(exc) or ""
+    first = (str(orig).strip().splitlines() or ["?"])[0]
+    reached = state and not state.startswith(_PG_CANNOT_OPEN)
+    if (
+        not reached
+        and isinstance(exc, OperationalError | DBAPIError)
+        and (state or "connect" in first.lower() or "server" in first.lower())
+    ):
+        return DatabaseError(f"cannot open {_where(engine)} ({first})")
+    return exc
+
+
+@contextmanager
+def _translated(engine: Engine) -> Iterator[None]:
+    try:
+        yield
+    except (DBAPIError, sqlite3.Error) as exc:
+        mapped = translate(engine, exc)
+        if mapped is exc:
+            raise
+        raise mapped from exc
+
+
+@contextmanager
+def write(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connection]:
+    """Open a ``BEGIN IMMEDIATE`` transaction, waiting (and retrying) while another writer works.
+
+    The busy timeout already makes SQLite wait; on top of it we retry the BEGIN with backoff so a
+    long writer elsewhere turns into a longer wait here, never into "database is locked".
+    """
+    if is_read_only(engine):
+        raise ReadOnlyDatabase(f"{_where(engine)} is read-only: cannot write to it")
+    with _translated(engine):
+        conn = engine.connect().execution_options(
+            contextgraph_write=True, contextgraph_wait=retry_seconds
+        )
+    try:
+        start = time.monotonic()
+        waited = False
+        delay = 0.01
+        while True:
+            try:
+                tx = conn.begin()
+                break
+            except OperationalError as exc:
+                if _sqlstate(exc) == "55P03":  # PostgreSQL: lock_timeout while waiting
+                    raise DatabaseError(
+                        f"the database stayed locked by another writer for {retry_seconds:.0f} s"
+                    ) from exc
+                if not _is_locked(exc):
+                    conn.rollback()
+                    with _translated(engine):
+                        raise
+                if time.monotonic() - start > retry_seconds:
+                    raise DatabaseError(
+                        f"the database stayed locked by another writer for {retry_seconds:.0f} s"
+                    ) from exc
+                waited = True
+                conn.rollback()
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
+        if waited or time.monotonic() - start > 0.05:
+            with _stats_lock:
+                lock_stats.record(time.monotonic() - start)
+        with _translated(engine), tx:
+            yield conn
+    finally:
+        conn.close()
+
+
+_SNAPSHOT_PROBE = {"sqlite": "SELECT 1 FROM sqlite_master LIMIT 1", "postgresql": "SELECT 1"}
+
+
+@contextmanager
+def read(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connection]:
+    """Open a deferred read transaction: one consistent snapshot, never blocking writers."""
+    with _translated(engine):
+        conn = engine.connect()
+    try:
+        start = time.monotonic()
+        delay = 0.01
+        while True:
+            try:
+                tx = conn.begin()
+                # A read transaction only takes its snapshot at the first read; do it now so a
+                # transient busy (WAL recovery, checkpoint) is retried here, not mid-query.
+                with _translated(engine):
+                    conn.exec_driver_sql(_SNAPSHOT_PROBE[conn.dialect.name]).fetchall()
+                break
+            except OperationalError as exc:
+                conn.rollback()
+                if not _is_locked(exc):
+                    with _translated(engine):
+                        raise
+                if time.monotonic() - start > retry_seconds:
+                    raise DatabaseError("the database could not be read: it stayed busy") from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
+        with _translated(engine), tx:
+            yield conn
+    finally:
+        conn.close()
+
+
+def escape_like(value: str) -> str:
+    """Escape ``%``, ``_`` and ``\\`` for a LIKE pattern used with ``escape="\\"``."""
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def migrations_dir() -> Path:
+    """The Alembic scripts, shipped inside the package (``contextgraph/store/migrations``)."""
+    here = Path(__file__).resolve().parent / "migrations"
+    if not (here / "env.py").is_file():
+        raise DatabaseError("the migration scripts are missing from this installation")
+    return here
+
+
+def alembic_config(engine: Engine) -> Any:
+    """Build an Alembic Config bound to ``engine`` (scripts located from the package)."""
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    # Config values go through ConfigParser interpolation: a literal '%' (``50%.db``) is '%%'.
+    url = engine.url.render_as_string(hide_password=False)
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def current_revision(engine: Engine) -> str | None:
+    """Return the database's Alembic revision, or None for a blank database."""
+    from contextgraph.store.dialect import has_table
+
+    with read(engine) as conn:
+        if not has_table(conn, "alembic_version"):
+            return None
+        version = table("alembic_version", column("version_num"))
+        row = conn.execute(select(version.c.version_num)).first()
+        return None if row is None else str(row[0])
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Apply migrations up to ``revision``; a no-op (no Alembic import) when already at head."""
+    current = current_revision(engine)
+    if revision == "head" and current == SCHEMA_HEAD:
+        return
+    if is_read_only(engine):
+        raise ReadOnlyDatabase(
+            f"{_where(engine)} is read-only and its schema ({current or 'blank'}) is not at "
+            f"{SCHEMA_HEAD}: it cannot be upgraded"
+        )
+    from alembic import command
+
+    try:
+        command.upgrade(alembic_config(engine), revision)
+    except DBAPIError as exc:
+        mapped = translate(engine, exc)
+        if mapped is not exc:
+            raise mapped from exc
+        raise DatabaseError(f"migrating the database failed: {exc.orig}") from exc
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    """Revert migrations down to ``revision`` (``base`` empties the schema)."""
+    from alembic import command
+
+    command.downgrade(alembic_config(engine), revision)
+
+
+def _dispose_after_fork() -> None:
+    # A connection must never cross a fork: drop the inherited pools without closing the
+    # parent's sockets/handles (close=False), so the child opens its own connections.
+    for engine in list(_engines):
+        engine.dispose(close=False)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_dispose_after_fork)

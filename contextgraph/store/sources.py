@@ -1,0 +1,107 @@
+"""Registered sources: root folders with unique names (the host part of memory:// URIs)."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, insert, select
+
+from contextgraph.errors import InvalidArgument, NotFound, SourceError
+from contextgraph.store import db
+from contextgraph.store.models import Source, table_of
+
+T_SOURCES = table_of(Source)
+
+_NAME_RE = re.compile(r"^[^/\\\x00-\x1f]{1,200}$")
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """A registered source: its id, unique name and root folder."""
+
+    id: int
+    name: str
+    root: Path
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "root": str(self.root), "exists": self.root.is_dir()}
+
+
+def list_sources(conn: Connection) -> list[SourceInfo]:
+    """Return every registered source, by name."""
+    rows = conn.execute(select(T_SOURCES.c.id, T_SOURCES.c.name, T_SOURCES.c.root)).all()
+    return sorted((SourceInfo(r.id, r.name, Path(r.root)) for r in rows), key=lambda s: s.name)
+
+
+def get_source(conn: Connection, name: str) -> SourceInfo:
+    """Return the source called ``name`` or raise NotFound."""
+    row = conn.execute(
+        select(T_SOURCES.c.id, T_SOURCES.c.name, T_SOURCES.c.root).where(T_SOURCES.c.name == name)
+    ).first()
+    if row is None:
+        raise NotFound(f"no source named {name!r}")
+    return SourceInfo(row.id, row.name, Path(row.root))
+
+
+# Kernel pseudo-filesystems: walking them reads endless or live files, never notes or code.
+PSEUDO_ROOTS = tuple(Path(p) for p in ("/proc", "/sys", "/dev"))
+
+
+def check_root(root: str | os.PathLike[str]) -> Path:
+    """Validate a folder to register; return it resolved, or raise SourceError."""
+    raw = os.fspath(root)
+    if not raw.strip():
+        raise SourceError("the folder path is empty: give the folder to sync")
+    path = Path(raw).expanduser()
+    if not path.is_dir():
+        raise SourceError(f"not a folder: {raw}")
+    resolved = path.resolve()
+    if resolved.parent == resolved:
+        raise SourceError(f"refusing to sync the file-system root {resolved}: give a folder in it")
+    for pseudo in PSEUDO_ROOTS:
+        if resolved == pseudo or pseudo in resolved.parents:
+            raise SourceError(
+                f"refusing to sync {resolved}: {pseudo} is a kernel pseudo-filesystem"
+            )
+    return resolved
+
+
+def register(engine: Engine, root: str | os.PathLike[str], name: str | None = None) -> SourceInfo:
+    """Register ``root`` under ``name`` (default: the folder's basename); idempotent.
+
+    Registering the same root again returns the existing source. One folder is one source: a
+    root that is already a source under another name, or that lies inside or around a source,
+    is refused, as is a name already used by another root (a URI never silently changes meaning).
+    """
+    resolved = check_root(root)
+    chosen = name if name is not None else (resolved.name or "root")
+    if not _NAME_RE.match(chosen) or chosen.strip() != chosen:
+        raise InvalidArgument(f"invalid source name {chosen!r}: no slashes or control characters")
+    with db.write(engine) as conn:
+        rows = conn.execute(select(T_SOURCES.c.id, T_SOURCES.c.name, T_SOURCES.c.root)).all()
+        for row in rows:
+            existing = Path(row.root)
+            if existing == resolved:
+                if name is None or row.name == chosen:
+                    return SourceInfo(row.id, row.name, resolved)
+                raise SourceError(f"{resolved} is already the source {row.name!r}")
+        for row in rows:
+            existing = Path(row.root)
+            if existing in resolved.parents:
+                raise SourceError(f"{resolved} lies inside the source {row.name!r} ({existing})")
+            if resolved in existing.parents:
+                raise SourceError(f"{resolved} holds the source {row.name!r} ({existing})")
+            if row.name == chosen:
+                raise SourceError(
+                    f"source name {chosen!r} is already used for {row.root}; choose another name"
+                )
+        new_id = conn.execute(
+            insert(T_SOURCES).values(name=chosen, root=str(resolved), created_at=time.time())
+        ).inserted_primary_key
+        assert new_id is not None
+        return SourceInfo(int(new_id[0]), chosen, resolved)

@@ -1,0 +1,133 @@
+"""Read, hash and extract one file; pure enough to run in a worker process.
+
+Nothing here touches the database: sync hands each changed file to :func:`prepare` (in-process or
+in a process pool) and writes the results in short transactions.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from contextgraph.graph.searchterms import identifier_parts, meta_terms
+from contextgraph.store.identity import content_hash
+
+Status = Literal["new", "same", "failed"]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One file to look at; ``known_hash`` is what the store has (None for a new file)."""
+
+    path: str
+    abspath: str
+    kind: str
+    known_hash: str | None
+    max_bytes: int
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What :func:`prepare` found: ``status`` is ``new`` (to apply), ``same`` or ``failed``."""
+
+    path: str
+    kind: str
+    status: Status
+    reason: str | None = None
+    size: int = 0
+    mtime_ns: int = 0
+    hash: str | None = None
+    text: str | None = None
+    title: str | None = None
+    created: float | None = None
+    concepts: tuple[tuple[str, int], ...] = ()
+    dropped: int = 0
+    warnings: tuple[str, ...] = ()
+    facts: str | None = None  # code facts as JSON; None when the file does not parse
+    search_meta: str | None = None  # path words, heading, symbol names (searchterms.meta_terms)
+    search_parts: str | None = None  # other spellings of the text's identifiers
+
+
+def prepare(job: Job) -> Prepared:
+    """Read the file behind ``job`` and, if its content changed, extract what it holds."""
+    try:
+        with open(job.abspath, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if st.st_size > job.max_bytes:
+                return Prepared(job.path, job.kind, "failed", f"larger than {job.max_bytes} bytes")
+            data = handle.read(job.max_bytes + 1)
+    except FileNotFoundError:
+        return Prepared(job.path, job.kind, "failed", "vanished during the scan")
+    except IsADirectoryError:
+        return Prepared(job.path, job.kind, "failed", "is a folder")
+    except OSError as exc:
+        return Prepared(job.path, job.kind, "failed", f"unreadable: {exc.strerror or exc}")
+    if len(data) > job.max_bytes:
+        return Prepared(job.path, job.kind, "failed", f"larger than {job.max_bytes} bytes")
+    digest = content_hash(data)
+    size, mtime_ns = st.st_size, st.st_mtime_ns
+    if digest == job.known_hash:
+        return Prepared(job.path, job.kind, "same", size=size, mtime_ns=mtime_ns, hash=digest)
+    if b"\x00" in data:
+        return Prepared(job.path, job.kind, "failed", "binary file (contains NUL bytes)")
+    warnings: list[str] = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace")
+        warnings.append("not valid UTF-8: decoded with replacement characters")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    common = {"size": size, "mtime_ns": mtime_ns, "hash": digest, "text": text}
+    if job.kind == "note":
+        prepared = _prepare_note(job, text, warnings, common)
+    elif job.kind == "code":
+        prepared = _prepare_code(job, text, warnings, common)
+    else:
+        prepared = Prepared(job.path, job.kind, "new", warnings=tuple(warnings), **common)  # type: ignore[arg-type]
+    return replace(
+        prepared,
+        search_meta=meta_terms(job.path, text, prepared.facts),
+        search_parts=identifier_parts(text),
+    )
+
+
+def _prepare_note(job: Job, text: str, warnings: list[str], common: dict[str, object]) -> Prepared:
+    from contextgraph.notes.wikilinks import extract_note
+
+    facts = extract_note(text)
+    warnings.extend(facts.warnings)
+    created = facts.created.timestamp() if facts.created is not None else None
+    return Prepared(
+        job.path,
+        job.kind,
+        "new",
+        title=facts.title,
+        created=created,
+        concepts=tuple(facts.concepts.items()),
+        dropped=facts.dropped,
+        warnings=tuple(warnings),
+        **common,  # type: ignore[arg-type]
+    )
+
+
+def _prepare_code(job: Job, text: str, warnings: list[str], common: dict[str, object]) -> Prepared:
+    from contextgraph.code import CodeParseError, parse_code
+
+    try:
+        facts: str | None = parse_code(job.path, text).to_json()
+    except CodeParseError as exc:
+        facts = None
+        warnings.append(f"does not parse: {exc}")
+    except RecursionError:
+        facts = None
+        warnings.append("does not parse: nested too deeply")
+    return Prepared(
+        job.path,
+        job.kind,
+        "new",
+        facts=facts,
+        warnings=tuple(warnings),
+        **common,  # type: ignore[arg-type]
+    )

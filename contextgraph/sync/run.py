@@ -1,0 +1,528 @@
+"""Sync (SPEC §3): bring the store exactly to what a from-scratch sync of the files would give.
+
+Per source: scan, compare size and mtime_ns with the store, read and hash what changed, extract
+(in a process pool when there is much to do), then write in short ``BEGIN IMMEDIATE`` batches.
+Each batch moves a set of files wholly from their old state to their new one, so a sync killed at
+any instant leaves a consistent store, and the files it did not reach still look changed to the
+next sync. Derived state that spans files (the code graph of a source, the communities) is marked
+stale inside the batch that changes its inputs and recomputed at the end, so it converges too.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, delete
+
+from contextgraph.errors import NotFound, SyncInProgress
+from contextgraph.graph.stats import counts
+from contextgraph.settings import Settings
+from contextgraph.store import db, meta
+from contextgraph.store.dialect import is_postgresql
+from contextgraph.store.models import File, Source, table_of
+from contextgraph.store.sources import SourceInfo, list_sources
+from contextgraph.sync.apply import (
+    Delete,
+    Existing,
+    FileOp,
+    Insert,
+    Rename,
+    Stat,
+    Update,
+    apply_ops,
+    stored_files,
+)
+from contextgraph.sync.codesync import rebuild_code_graph
+from contextgraph.sync.ingest import Job, Prepared, prepare
+from contextgraph.sync.scan import SKIPPED_DIRS, ScannedFile, file_kind, scan
+from contextgraph.sync.workers import process_pool
+
+T_FILES = table_of(File)
+T_SOURCES = table_of(Source)
+
+POOL_THRESHOLD = 400  # files to extract before a process pool pays for its start-up
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file the sync could not take (``failed``) or took with a caveat (``warning``)."""
+
+    source: str
+    path: str
+    reason: str
+
+
+@dataclass
+class SyncReport:
+    """What a sync did; ``as_dict`` gives the JSON shape the CLI prints."""
+
+    sources: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # sources whose folder is gone
+    scanned: int = 0
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    renamed: int = 0
+    failed: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    dropped_links: int = 0
+    concepts: int = 0
+    relations: int = 0
+    entities: int = 0
+    code_relations: int = 0
+    communities: int | None = None
+    modularity: float | None = None
+    graph_changed: bool = False
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sources": self.sources,
+            "missingSources": self.missing,
+            "files": {
+                "scanned": self.scanned,
+                "added": self.added,
+                "updated": self.updated,
+                "unchanged": self.unchanged,
+                "deleted": self.deleted,
+                "renamed": self.renamed,
+                "failed": len(self.failed),
+            },
+            "failed": [p.__dict__ for p in self.failed],
+            "warnings": [p.__dict__ for p in self.warnings],
+            "droppedLinks": self.dropped_links,
+            "concepts": self.concepts,
+            "relations": self.relations,
+            "entities": self.entities,
+            "codeRelations": self.code_relations,
+            "communities": self.communities,
+            "modularity": self.modularity,
+            "seconds": {k: round(v, 4) for k, v in self.phases.items()},
+        }
+
+
+_thread_lock = threading.Lock()
+
+
+@contextmanager
+def sync_lock(db_path: Path | None, *, wait: bool = True) -> Iterator[None]:
+    """Hold the one-sync-per-database lock (an advisory file lock the OS frees on any exit)."""
+    if db_path is None:
+        acquired = _thread_lock.acquire(blocking=wait)
+        if not acquired:
+            raise SyncInProgress("a sync is already running on this database")
+        try:
+            yield
+        finally:
+            _thread_lock.release()
+        return
+    lock_path = db_path.with_name(db_path.name + ".sync.lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError as exc:
+            raise SyncInProgress("a sync is already running on this database") from exc
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def lock_database(engine: Engine, *, wait: bool = True) -> AbstractContextManager[None]:
+    """The one-sync-per-database lock of ``engine``'s database.
+
+    SQLite: the advisory file lock of :func:`sync_lock`. PostgreSQL: a session-level advisory
+    lock on the server (:func:`contextgraph.store.db.sync_lock`), freed when its session ends.
+    """
+    if is_postgresql(engine):
+        return db.sync_lock(engine, wait=wait)
+    return sync_lock(db.database_path(engine), wait=wait)
+
+
+def run_sync(
+    engine: Engine,
+    settings: Settings,
+    *,
+    sources: Sequence[str] | None = None,
+    wait: bool = True,
+    progress: Progress | None = None,
+) -> SyncReport:
+    """Sync the named sources (all registered ones by default) and recompute what went stale."""
+    report = SyncReport()
+    db_path = db.database_path(engine)
+    started = time.perf_counter()
+    with lock_database(engine, wait=wait):
+        report.phases["lock"] = time.perf_counter() - started
+        with db.read(engine) as conn:
+            registered = list_sources(conn)
+        chosen = [s for s in registered if sources is None or s.name in sources]
+        exclude = _database_files(db_path)
+        for source in chosen:
+            report.sources.append(source.name)
+            _sync_source(engine, settings, source, exclude, report, progress)
+        _finish(engine, settings, registered, report)
+    report.phases["total"] = time.perf_counter() - started
+    return report
+
+
+def sync_paths(
+    engine: Engine,
+    settings: Settings,
+    source: str,
+    paths: Iterable[str],
+    *,
+    wait: bool = True,
+    locked: bool = False,
+    reread: bool = False,
+) -> SyncReport:
+    """Sync only ``paths`` (source-relative, files or folders) of one source, as ``run_sync`` would.
+
+    The store ends as a full sync would leave it for those paths: a path gone from disk is
+    retracted, a path that is new or changed is read, and a file that moved between two given
+    paths is a rename (it keeps ``last_accessed``). A folder among the paths, or a path through
+    a symlinked folder, is synced by a full sync of the source, since only a walk decides which
+    of its aliases the store holds. Pass ``locked=True`` when the caller already holds
+    :func:`sync_lock` (a writer that must change the file and sync it in one critical section),
+    and ``reread=True`` when it knows the files changed: two writes within one tick of the file
+    system's clock can leave size and mtime alike, so the stat shortcut is skipped (the hash
+    still is compared).
+    """
+    if not locked:
+        with lock_database(engine, wait=wait):
+            return sync_paths(engine, settings, source, paths, locked=True, reread=reread)
+    report = SyncReport()
+    started = time.perf_counter()
+    with db.read(engine) as conn:
+        registered = list_sources(conn)
+    found = [s for s in registered if s.name == source]
+    if not found:
+        raise NotFound(f"no source named {source!r}")
+    info = found[0]
+    report.sources.append(info.name)
+    exclude = _database_files(db.database_path(engine))
+    picked = _pick(info, sorted(set(paths)), exclude)
+    if picked is None:
+        _sync_source(engine, settings, info, exclude, report, None)
+    else:
+        files, asked = picked
+        report.scanned += len(files)
+        with db.read(engine) as conn:
+            existing = stored_files(conn, info.id, asked)
+        _reconcile(engine, settings, info, files, existing, report, None, reread=reread)
+    _finish(engine, settings, [info], report)
+    report.phases["total"] = time.perf_counter() - started
+    return report
+
+
+def forget_source(engine: Engine, settings: Settings, source: SourceInfo) -> SyncReport:
+    """Remove ``source`` and everything derived from it, as a sync of an empty folder would.
+
+    Its files are retracted in the same short batches a sync uses (so co-occurrence counts and
+    orphaned concepts stay exact), its code graph is dropped, then the source row itself; the
+    communities are recomputed when the concept graph changed.
+    """
+    report = SyncReport(sources=[source.name])
+    started = time.perf_counter()
+    with lock_database(engine):
+        with db.read(engine) as conn:
+            ops: list[FileOp] = [
+                Delete(path, old) for path, old in stored_files(conn, source.id).items()
+            ]
+        for start in range(0, len(ops), settings.batch_files):
+            _write_batch(
+                engine, settings, source, ops[start : start + settings.batch_files], report
+            )
+        rebuild_code_graph(engine, source.id)  # drops the packages only this source imported
+        with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
+            conn.execute(delete(T_SOURCES).where(T_SOURCES.c.id == source.id))
+            meta.clear_stale(conn, meta.code_graph(source.id))
+        _finish(engine, settings, [], report)
+    report.phases["total"] = time.perf_counter() - started
+    return report
+
+
+def _pick(
+    source: SourceInfo, paths: list[str], exclude: list[Path]
+) -> tuple[list[ScannedFile], list[str]] | None:
+    """The files among ``paths`` a full scan would take, and every path asked about.
+
+    None when a full sync is needed instead (a folder, or a symlinked folder on the way).
+    """
+    real_root = os.path.realpath(source.root)
+    excluded = {os.path.realpath(p) for p in exclude}
+    files: list[ScannedFile] = []
+    for rel in paths:
+        abspath = os.path.join(real_root, rel)
+        parent = os.path.dirname(rel)
+        folder = os.path.dirname(abspath)
+        expected = os.path.join(real_root, parent).rstrip(os.sep)
+        if os.path.isdir(abspath) or (
+            os.path.lexists(folder) and os.path.realpath(folder) != expected
+        ):
+            return None
+        kind = file_kind(os.path.basename(rel))
+        if kind is None and not os.path.lexists(abspath):
+            return None  # perhaps a folder that was deleted or moved away: walk the source
+        if not _scannable(real_root, rel) or os.path.realpath(abspath) in excluded:
+            continue
+        try:
+            target = os.path.realpath(abspath)
+            st = os.stat(abspath)
+        except OSError:
+            continue  # gone (or a dangling link): retracted below if the store has it
+        if kind is None or not stat.S_ISREG(st.st_mode):
+            continue
+        if not (target == real_root or target.startswith(real_root + os.sep)):
+            continue  # a link out of the source: never followed
+        files.append(ScannedFile(rel, abspath, kind, st.st_size, st.st_mtime_ns))
+    return files, paths
+
+
+def _scannable(real_root: str, rel: str) -> bool:
+    """Whether the walk of :func:`scan` would enter every folder on the way to ``rel``."""
+    parts = rel.split("/")
+    if any(p.startswith(".") or not p for p in parts):
+        return False
+    folders = parts[:-1]
+    for i, name in enumerate(folders):
+        if name in SKIPPED_DIRS:
+            return False
+        if os.path.exists(os.path.join(real_root, *folders[: i + 1], "pyvenv.cfg")):
+            return False
+    return True
+
+
+def _finish(
+    engine: Engine, settings: Settings, sources: list[SourceInfo], report: SyncReport
+) -> None:
+    """Recompute what the file phase marked stale (code graphs, communities); count."""
+    t = time.perf_counter()
+    for source in sources:
+        if _is_stale(engine, meta.code_graph(source.id)):
+            rebuild_code_graph(engine, source.id)
+    report.phases["codegraph"] = time.perf_counter() - t
+    t = time.perf_counter()
+    if _is_stale(engine, meta.COMMUNITIES):
+        report.graph_changed = True
+        _recompute_communities(engine, settings, report)
+    report.phases["communities"] = time.perf_counter() - t
+    t = time.perf_counter()
+    _refresh_weights(engine, settings)
+    report.phases["weights"] = time.perf_counter() - t
+    _count(engine, report)
+
+
+def _recompute_communities(engine: Engine, settings: Settings, report: SyncReport) -> None:
+    # Not at module level: communities loads igraph (about 0.1 s), which only a sync that changed
+    # the concept graph needs; every query command imports this module through the facade.
+    from contextgraph.graph import communities
+
+    run = communities.recompute(engine, settings)
+    report.communities = run.community_count
+    report.modularity = run.modularity
+
+
+def _refresh_weights(engine: Engine, settings: Settings) -> None:
+    """Precompute BuildContext's weight sums when the graph (or a decay setting) changed."""
+    if settings.weights_min_notes <= 0:
+        return  # off: lists left from before stay exact (they carry their graph version)
+    from contextgraph.graph import weights
+
+    if not weights.is_current(engine, settings):
+        weights.refresh(engine, settings)
+
+
+def _database_files(db_path: Path | None) -> list[Path]:
+    if db_path is None:
+        return []
+    suffixes = ("", "-wal", "-shm", "-journal", ".sync.lock")
+    return [db_path.with_name(db_path.name + s) for s in suffixes]
+
+
+def _sync_source(
+    engine: Engine,
+    settings: Settings,
+    source: SourceInfo,
+    exclude: list[Path],
+    report: SyncReport,
+    progress: Progress | None,
+) -> None:
+    t = time.perf_counter()
+    if not source.root.is_dir():
+        report.failed.append(Problem(source.name, ".", f"source folder {source.root} is missing"))
+        report.missing.append(source.name)
+        return
+    scanned = scan(source.root, exclude=exclude)
+    for path, reason in scanned.problems:
+        report.failed.append(Problem(source.name, path, reason))
+    report.scanned += len(scanned.files)
+    with db.read(engine) as conn:
+        existing = stored_files(conn, source.id)
+    report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t
+    _reconcile(engine, settings, source, scanned.files, existing, report, progress)
+
+
+def _reconcile(
+    engine: Engine,
+    settings: Settings,
+    source: SourceInfo,
+    files: list[ScannedFile],
+    existing: dict[str, Existing],
+    report: SyncReport,
+    progress: Progress | None,
+    *,
+    reread: bool = False,
+) -> None:
+    """Move the store from ``existing`` to ``files``: what is in the first only is gone."""
+    jobs: list[Job] = []
+    present: set[str] = set()
+    for f in files:
+        present.add(f.path)
+        old = existing.get(f.path)
+        if (
+            old
+            and not reread
+            and old.size == f.size
+            and old.mtime_ns == f.mtime_ns
+            and old.kind == f.kind
+        ):
+            report.unchanged += 1
+            continue
+        known = old.hash if old and old.kind == f.kind else None
+        jobs.append(Job(f.path, f.abspath, f.kind, known, settings.max_file_bytes))
+    gone = {p: e for p, e in existing.items() if p not in present}
+    by_hash: dict[tuple[str, str], list[Existing]] = defaultdict(list)
+    for path in sorted(gone):
+        by_hash[(gone[path].hash, gone[path].kind)].append(gone[path])
+
+    t = time.perf_counter()
+    pending: list[FileOp] = []
+    for done, prepared in enumerate(_prepare_all(jobs, settings), start=1):
+        op = _classify(prepared, existing.get(prepared.path), by_hash, gone, source, report)
+        if len(prepared.concepts) > settings.max_concepts_per_file:
+            report.warnings.append(
+                Problem(
+                    source.name,
+                    prepared.path,
+                    f"{len(prepared.concepts)} distinct concepts (over "
+                    f"{settings.max_concepts_per_file}): mentions kept, no pairs added",
+                )
+            )
+        if op is not None:
+            pending.append(op)
+        if len(pending) >= settings.batch_files:
+            _write_batch(engine, settings, source, pending, report)
+            pending = []
+        if progress is not None:
+            progress(done, len(jobs))
+    for path in sorted(gone):
+        pending.append(Delete(path, gone[path]))
+        if len(pending) >= settings.batch_files:
+            _write_batch(engine, settings, source, pending, report)
+            pending = []
+    if pending:
+        _write_batch(engine, settings, source, pending, report)
+    report.phases["files"] = report.phases.get("files", 0.0) + time.perf_counter() - t
+
+
+def _classify(
+    prepared: Prepared,
+    old: Existing | None,
+    by_hash: dict[tuple[str, str], list[Existing]],
+    gone: dict[str, Existing],
+    source: SourceInfo,
+    report: SyncReport,
+) -> FileOp | None:
+    for warning in prepared.warnings:
+        report.warnings.append(Problem(source.name, prepared.path, warning))
+    report.dropped_links += prepared.dropped
+    if prepared.status == "failed":
+        report.failed.append(Problem(source.name, prepared.path, prepared.reason or "failed"))
+        if old is not None:
+            gone[prepared.path] = old  # retracted like a deleted file: a fresh sync has no trace
+        return None
+    if prepared.status == "same":  # only a known file can hash the same, so ``old`` is set
+        return None if old is None else Stat(prepared.path, old, prepared)
+    if old is not None and old.kind == prepared.kind:
+        report.updated += 1
+        return Update(prepared.path, old, prepared)
+    if old is not None:  # the same path changed kind (cannot happen with suffix-based kinds)
+        gone[prepared.path] = old
+    twins = by_hash.get((prepared.hash or "", prepared.kind))
+    if twins:
+        moved = twins.pop(0)
+        for path, entry in list(gone.items()):
+            if entry is moved:
+                del gone[path]
+        report.renamed += 1
+        return Rename(prepared.path, moved, prepared)
+    report.added += 1
+    return Insert(prepared.path, prepared)
+
+
+def _prepare_all(jobs: list[Job], settings: Settings) -> Iterable[Prepared]:
+    workers = settings.workers or min(4, os.cpu_count() or 1)
+    if workers <= 1 or len(jobs) < POOL_THRESHOLD:
+        for job in jobs:
+            yield prepare(job)
+        return
+    with process_pool(workers) as pool:  # its workers die with this process, however it ends
+        yield from pool.map(prepare, jobs, chunksize=32)
+
+
+def _write_batch(
+    engine: Engine, settings: Settings, source: SourceInfo, ops: list[FileOp], report: SyncReport
+) -> None:
+    """Apply one batch of file changes in one short write transaction."""
+
+    def batch(conn: Connection) -> None:
+        graph_changed, code_changed = apply_ops(conn, settings, source.id, ops)
+        if graph_changed:
+            meta.mark_stale(conn, meta.COMMUNITIES)
+        if code_changed:
+            meta.mark_stale(conn, meta.code_graph(source.id))
+
+    # One transaction; PostgreSQL reruns it after a serialization failure or deadlock.
+    db.run_write(engine, batch, retry_seconds=settings.lock_retry_seconds)
+    report.deleted += sum(1 for op in ops if isinstance(op, Delete))
+
+
+def _is_stale(engine: Engine, name: str) -> bool:
+    with db.read(engine) as conn:
+        return meta.is_stale(conn, name)
+
+
+def _count(engine: Engine, report: SyncReport) -> None:
+    with db.read(engine) as conn:
+        totals = counts(conn)
+    report.concepts = totals["concepts"]
+    report.relations = totals["relations"]
+    report.entities = sum(totals["entities"].values())
+    report.code_relations = sum(totals["codeRelations"].values())
+    if report.communities is None:
+        report.communities, report.modularity = totals["communities"], totals["modularity"]
+
+
+__all__ = [
+    "Problem",
+    "ScannedFile",
+    "SyncReport",
+    "forget_source",
+    "lock_database",
+    "run_sync",
+    "sync_lock",
+    "sync_paths",
+]

@@ -1,0 +1,564 @@
+"""Write, edit, move and delete notes (SPEC §14): the files stay the truth, the store follows.
+
+Every operation takes the one-sync lock, changes the file, then syncs just that file (and, for a
+move, its old path) through :func:`contextgraph.sync.run.sync_paths` before releasing the lock, so
+the next query in any process sees the change and two writers never interleave. Paths are
+confined exactly as :func:`contextgraph.graph.read.read_note` confines them (``check_relative`` and
+``confine``), and must name a ``.md`` file that a sync would take (no hidden or dependency
+folders). Writes are atomic: a hidden temporary file in the target's folder, fsync, rename over
+the target, fsync of the folder. ``expected_hash`` (the ``hash`` that ``read`` or an earlier
+write returned) refuses to replace a file that changed since.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from sqlalchemy import Engine, select
+
+from contextgraph.errors import Conflict, InvalidArgument, NotFound, UnsafePath
+from contextgraph.graph.read import check_relative, confine, resolve
+from contextgraph.limits import EDIT_COUNT, MAX_PATH_CHARS
+from contextgraph.settings import Settings
+from contextgraph.store import db
+from contextgraph.store.identity import URI_PREFIX, content_hash, file_uri
+from contextgraph.store.models import Entity, File, Mention, Source, table_of
+from contextgraph.store.sources import SourceInfo, get_source, list_sources
+from contextgraph.sync.run import SyncReport, lock_database, sync_paths
+from contextgraph.sync.scan import SKIPPED_DIRS, file_kind
+
+T_FILES = table_of(File)
+T_MENTIONS = table_of(Mention)
+T_ENTITIES = table_of(Entity)
+T_SOURCES = table_of(Source)
+
+Action = Literal["created", "replaced", "edited", "unchanged", "moved", "deleted"]
+OPERATIONS: tuple[str, ...] = ("append", "prepend", "replace_text", "replace_section")
+
+MAX_NAME_BYTES = 200  # of a file name from a title, before ".md" (file systems allow 255)
+_UNSAFE_CHARS = re.compile(r'[\x00-\x1f\x7f<>:"/\\|?*]')
+_RESERVED = re.compile(r"^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?$", re.IGNORECASE)
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n.*?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S | re.M)
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a write operation left on disk and in the store.
+
+    For a delete, ``hash`` and ``concepts`` describe the note that was removed; for a move,
+    ``previous_uri`` is where it was.
+    """
+
+    action: Action
+    uri: str
+    path: str
+    source: str
+    hash: str
+    concepts: tuple[str, ...]
+    previous_uri: str | None = None
+    warnings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "uri": self.uri,
+            "path": self.path,
+            "source": self.source,
+            "hash": self.hash,
+            "concepts": list(self.concepts),
+            "previousUri": self.previous_uri,
+            "warnings": list(self.warnings),
+        }
+
+
+def title_to_filename(title: str) -> str:
+    """Map a note title to a safe file name ending in ``.md``.
+
+    The mapping, applied in order:
+
+    1. Unicode is normalised to NFC (so one title gives one name on every platform).
+    2. Control characters (U+0000-U+001F, U+007F) and the characters that some file system
+       refuses or reads as a separator, ``< > : " / \\ | ? *``, become ``-``.
+    3. Runs of whitespace become one space; leading and trailing spaces, dots and dashes are
+       removed (a leading dot would hide the file from sync; Windows drops trailing ones).
+    4. Names Windows reserves (``CON``, ``PRN``, ``AUX``, ``NUL``, ``COM0``-``COM9``,
+       ``LPT0``-``LPT9``, with any extension) get a trailing ``_``.
+    5. The name is cut to 200 UTF-8 bytes at a character boundary (file systems allow 255).
+    6. An empty result becomes ``untitled``; ``.md`` is appended.
+
+    So ``"../etc/passwd"`` becomes ``etc-passwd.md`` and ``"TCP/IP"`` becomes ``TCP-IP.md``:
+    a title never names a folder and never leaves the source. Letters of any script are kept.
+    """
+    name = unicodedata.normalize("NFC", title)
+    name = _UNSAFE_CHARS.sub("-", name)
+    name = " ".join(name.split())
+    name = name.strip(" .-")
+    if _RESERVED.match(name):
+        name += "_"
+    encoded = name.encode("utf-8")
+    if len(encoded) > MAX_NAME_BYTES:
+        name = encoded[:MAX_NAME_BYTES].decode("utf-8", "ignore").rstrip(" .-")
+    return (name or "untitled") + ".md"
+
+
+def write_note(
+    engine: Engine,
+    settings: Settings,
+    path_or_title: str,
+    content: str,
+    *,
+    source: str | None = None,
+    overwrite: bool = False,
+    expected_hash: str | None = None,
+) -> Written:
+    """Create (or, with ``overwrite``, replace) a note; sync it; return what was written.
+
+    ``path_or_title`` is a ``memory://`` URI, a source-relative path ending in ``.md``, or a
+    title (anything else), which :func:`title_to_filename` turns into a file name at the root of
+    the source. A title that the file name cannot spell exactly is kept as frontmatter
+    ``title:`` (when the content has no frontmatter), so ``read(title)`` finds the note.
+    """
+    if not isinstance(path_or_title, str) or not path_or_title.strip():
+        raise InvalidArgument("give a path ending in .md, a memory:// URI or a title")
+    if len(path_or_title) > MAX_PATH_CHARS:
+        raise InvalidArgument(f"the path or title is longer than {MAX_PATH_CHARS} characters")
+    data = _encode(content, settings)
+    info, rel, title = _target(engine, path_or_title, source)
+    if title is not None and PurePosixPath(rel).stem != title and not _FRONTMATTER.match(content):
+        data = f"---\ntitle: {json.dumps(title, ensure_ascii=False)}\n---\n".encode() + data
+    database = db.database_path(engine)
+    with _locked(engine):
+        target = _confined_target(info, rel, database)
+        current = _current_bytes(target, rel)
+        if current is not None and not overwrite:
+            raise Conflict(f"{rel} already exists: pass overwrite to replace it, or edit it")
+        _check_expected(current, expected_hash, rel)
+        _make_folders(info, rel, database)
+        _atomic_write(target, data)
+        report = sync_paths(engine, settings, info.name, [rel], locked=True, reread=True)
+    action: Action = "created" if current is None else "replaced"
+    return _result(engine, info, rel, action, content_hash(data), report)
+
+
+def edit_note(
+    engine: Engine,
+    settings: Settings,
+    identifier: str,
+    operation: str,
+    *,
+    content: str | None = None,
+    find: str | None = None,
+    replace: str | None = None,
+    count: int = 1,
+    heading: str | None = None,
+    expected_hash: str | None = None,
+) -> Written:
+    """Change a stored note in place and sync it.
+
+    Operations: ``append`` (``content`` at the end, on a new line), ``prepend`` (``content`` at
+    the start, after any frontmatter), ``replace_text`` (every occurrence of ``find`` by
+    ``replace``; refused unless there are exactly ``count`` of them), ``replace_section`` (the
+    body under the markdown heading ``heading``, up to the next heading of the same or a higher
+    level, becomes ``content``; headings inside fenced code do not count).
+    """
+    if operation not in OPERATIONS:
+        raise InvalidArgument(
+            f"operation must be one of {', '.join(OPERATIONS)}, not {operation!r}"
+        )
+    row = resolve(engine, identifier)
+    info = _source(engine, row.source)
+    database = db.database_path(engine)
+    with _locked(engine):
+        target, current = _stored_note(info, row.path, database, expected_hash)
+        try:
+            text = current.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidArgument(f"{row.path} is not valid UTF-8: edit it by hand") from exc
+        new_text = _edited(text, operation, content, find, replace, count, heading)
+        data = _encode(new_text, settings)
+        if data == current:
+            report = SyncReport()
+            action: Action = "unchanged"
+        else:
+            _atomic_write(target, data)
+            report = sync_paths(engine, settings, info.name, [row.path], locked=True, reread=True)
+            action = "edited"
+    return _result(engine, info, row.path, action, content_hash(data), report)
+
+
+def move_note(
+    engine: Engine,
+    settings: Settings,
+    identifier: str,
+    new_path: str,
+    *,
+    expected_hash: str | None = None,
+) -> Written:
+    """Rename a note within its source (never over an existing file); the store keeps its reads."""
+    row = resolve(engine, identifier)
+    info = _source(engine, row.source)
+    if not isinstance(new_path, str) or not new_path.strip():
+        raise InvalidArgument("give the new path, relative to the note's source")
+    if new_path.startswith(URI_PREFIX):
+        other, _, new_path = new_path[len(URI_PREFIX) :].partition("/")
+        if other != info.name:
+            raise InvalidArgument(f"a note moves within its source {info.name!r}, not to {other!r}")
+    rel = _note_path(new_path)
+    database = db.database_path(engine)
+    with _locked(engine):
+        _, current = _stored_note(info, row.path, database, expected_hash)
+        if rel == row.path:
+            return _result(engine, info, rel, "unchanged", content_hash(current), SyncReport())
+        target = _confined_target(info, rel, database)
+        if os.path.lexists(target):
+            raise Conflict(f"{rel} already exists: moves never replace a file")
+        _make_folders(info, rel, database)
+        source_path = os.path.join(os.path.realpath(info.root), row.path)
+        os.rename(source_path, target)
+        _fsync_folder(os.path.dirname(target))
+        _fsync_folder(os.path.dirname(source_path))
+        report = sync_paths(engine, settings, info.name, [row.path, rel], locked=True)
+    return _result(
+        engine,
+        info,
+        rel,
+        "moved",
+        content_hash(current),
+        report,
+        previous=file_uri(info.name, row.path),
+    )
+
+
+def delete_note(
+    engine: Engine,
+    settings: Settings,
+    identifier: str,
+    *,
+    expected_hash: str | None = None,
+) -> Written:
+    """Delete a note's file and retract it from the store."""
+    row = resolve(engine, identifier)
+    info = _source(engine, row.source)
+    database = db.database_path(engine)
+    with _locked(engine):
+        _, current = _stored_note(info, row.path, database, expected_hash)
+        concepts = _concepts(engine, row.source, row.path)
+        lexical = os.path.join(os.path.realpath(info.root), row.path)
+        os.unlink(lexical)
+        _fsync_folder(os.path.dirname(lexical))
+        report = sync_paths(engine, settings, info.name, [row.path], locked=True)
+    return Written(
+        action="deleted",
+        uri=file_uri(info.name, row.path),
+        path=row.path,
+        source=info.name,
+        hash=content_hash(current),
+        concepts=concepts,
+        warnings=_warnings(report, row.path),
+    )
+
+
+# -- where a note goes -----------------------------------------------------------------------
+
+
+def _target(
+    engine: Engine, path_or_title: str, source: str | None
+) -> tuple[SourceInfo, str, str | None]:
+    """(source, relative path, title or None) for a write."""
+    if path_or_title.startswith(URI_PREFIX):
+        named, _, path = path_or_title[len(URI_PREFIX) :].partition("/")
+        if not named or not path:
+            raise InvalidArgument("a memory:// URI needs a source name and a path")
+        if source is not None and source != named:
+            raise InvalidArgument(f"the URI names source {named!r} but source is {source!r}")
+        return _source(engine, named), _note_path(path), None
+    if "://" in path_or_title:
+        raise UnsafePath("only memory:// URIs are written")
+    info = _source(engine, source)
+    if path_or_title.lower().endswith(".md"):
+        return info, _note_path(path_or_title), None
+    # The title as frontmatter keeps every printable character; control characters are spaces.
+    printable = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in path_or_title)
+    title = " ".join(unicodedata.normalize("NFC", printable).split())
+    return info, title_to_filename(path_or_title), title
+
+
+def _source(engine: Engine, name: str | None) -> SourceInfo:
+    with db.read(engine) as conn:
+        if name is not None:
+            return get_source(conn, name)
+        sources = list_sources(conn)
+    if not sources:
+        raise NotFound("no sources registered: sync a folder first")
+    if len(sources) > 1:
+        names = ", ".join(s.name for s in sources[:10])
+        raise InvalidArgument(f"several sources ({names}): say which one with source")
+    return sources[0]
+
+
+def _note_path(path: str) -> str:
+    """Check a source-relative path for a note: confined as reads are, ``.md``, seen by sync."""
+    rel = check_relative(path)
+    if not rel:
+        raise UnsafePath("the path is empty")
+    parts = rel.split("/")
+    if file_kind(parts[-1]) != "note":
+        raise InvalidArgument(f"notes are .md files: {rel[:200]!r} is not one")
+    for part in parts:
+        if part.startswith("."):
+            raise UnsafePath("hidden files and folders are not synced: choose another path")
+        if part in SKIPPED_DIRS:
+            raise UnsafePath(f"{part!r} folders are not synced: choose another path")
+        if any(unicodedata.category(ch) == "Cc" for ch in part):
+            raise UnsafePath("the path contains control characters")
+        if len(part.encode("utf-8")) > 255:
+            raise InvalidArgument("a file or folder name is longer than 255 bytes")
+    return rel
+
+
+def _confined_target(info: SourceInfo, rel: str, database: Path | None) -> str:
+    """The real path to write ``rel`` at; a symlink there is refused (write to its target)."""
+    target = confine(info.root, rel, database)
+    lexical = os.path.join(os.path.realpath(info.root), rel)
+    if os.path.islink(lexical):
+        raise UnsafePath(f"{rel} is a symlink: write to the file it points to")
+    if os.path.isdir(target):
+        raise Conflict(f"{rel} is a folder")
+    return target
+
+
+def _make_folders(info: SourceInfo, rel: str, database: Path | None) -> None:
+    parent = PurePosixPath(rel).parent
+    if str(parent) == ".":
+        return
+    real_root = os.path.realpath(info.root)
+    os.makedirs(os.path.join(real_root, str(parent)), exist_ok=True)
+    confine(info.root, str(parent), database)  # a folder swapped for a link meanwhile
+
+
+# -- the bytes -------------------------------------------------------------------------------
+
+
+def _encode(content: str, settings: Settings) -> bytes:
+    if not isinstance(content, str):
+        raise InvalidArgument(f"content must be text, not {type(content).__name__}")
+    if "\x00" in content:
+        raise InvalidArgument("content contains NUL characters: notes are text")
+    data = content.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode("utf-8")
+    if len(data) > settings.max_file_bytes:
+        raise InvalidArgument(f"content is over {settings.max_file_bytes} bytes")
+    return data
+
+
+def _stored_note(
+    info: SourceInfo, rel: str, database: Path | None, expected_hash: str | None
+) -> tuple[str, bytes]:
+    """The confined path and bytes of a stored note that must still be on disk, as last read."""
+    target = confine(info.root, rel, database)
+    current = _current_bytes(target, rel)
+    if current is None:
+        raise NotFound(f"{rel} is gone from disk; run `contextgraph sync`")
+    _check_expected(current, expected_hash, rel)
+    return target, current
+
+
+def _current_bytes(target: str, rel: str) -> bytes | None:
+    try:
+        with open(target, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError as exc:
+        raise Conflict(f"{rel} is a folder") from exc
+    except OSError as exc:
+        raise InvalidArgument(f"{rel} cannot be read: {exc.strerror or exc}") from exc
+
+
+def _check_expected(current: bytes | None, expected_hash: str | None, rel: str) -> None:
+    if expected_hash is None:
+        return
+    if current is None:
+        raise Conflict(f"{rel} was deleted since it was read: nothing written")
+    actual = content_hash(current)
+    if actual != expected_hash.strip().lower():
+        raise Conflict(
+            f"{rel} changed since it was read (hash {actual}, expected {expected_hash[:64]}): "
+            "read it again and redo the change"
+        )
+
+
+def _atomic_write(target: str, data: bytes) -> None:
+    """Replace ``target`` with ``data`` all at once: a reader sees the old file or the new one."""
+    folder = os.path.dirname(target)
+    try:
+        mode = os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".contextgraph-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    _fsync_folder(folder)
+
+
+def _fsync_folder(folder: str) -> None:
+    """Make a rename or unlink in ``folder`` durable (a no-op where folders cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on a folder; the rename itself already happened
+    finally:
+        os.close(fd)
+
+
+# -- edits -----------------------------------------------------------------------------------
+
+
+def _edited(
+    text: str,
+    operation: str,
+    content: str | None,
+    find: str | None,
+    replace: str | None,
+    count: int,
+    heading: str | None,
+) -> str:
+    if operation == "replace_text":
+        if not find:
+            raise InvalidArgument("replace_text needs the text to find")
+        if replace is None:
+            raise InvalidArgument("replace_text needs the replacement text")
+        EDIT_COUNT.check(count)
+        found = text.count(find)
+        if found != count:
+            raise InvalidArgument(
+                f"the text to find occurs {found} time(s), not {count}: nothing changed"
+            )
+        return text.replace(find, replace)
+    if content is None:
+        raise InvalidArgument(f"{operation} needs content")
+    if operation == "append":
+        joiner = "" if not text or text.endswith("\n") else "\n"
+        return text + joiner + content
+    if operation == "prepend":
+        match = _FRONTMATTER.match(text)
+        head, body = (text[: match.end()], text[match.end() :]) if match else ("", text)
+        joiner = "" if content.endswith("\n") or not body else "\n"
+        return head + content + joiner + body
+    if not heading or not heading.strip("# \t"):
+        raise InvalidArgument("replace_section needs a heading")
+    return _replace_section(text, heading, content)
+
+
+def _replace_section(text: str, heading: str, content: str) -> str:
+    wanted = " ".join(heading.strip().lstrip("#").split()).lower()
+    lines = text.splitlines(keepends=True)
+    headings: list[tuple[int, int]] = []  # (line index, level)
+    fence: str | None = None
+    for i, line in enumerate(lines):
+        bare = line.rstrip("\r\n")
+        opened = _FENCE.match(bare)
+        if fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+            continue
+        if opened:
+            fence = opened.group(1)
+            continue
+        match = _HEADING.match(bare)
+        if match:
+            headings.append((i, len(match.group(1))))
+    hits = [
+        (i, level)
+        for i, level in headings
+        if " ".join(_HEADING.match(lines[i].rstrip("\r\n")).group(2).split()).lower() == wanted  # type: ignore[union-attr]
+    ]
+    if not hits:
+        raise NotFound(f"no heading {heading.strip()[:200]!r} in the note")
+    if len(hits) > 1:
+        raise InvalidArgument(
+            f"{len(hits)} headings read {heading.strip()[:200]!r}: make it unique first"
+        )
+    start, level = hits[0]
+    end = next((i for i, lv in headings if i > start and lv <= level), len(lines))
+    body = content if not content or content.endswith("\n") else content + "\n"
+    if end < len(lines) and body and not body.endswith("\n\n"):
+        body += "\n"  # keep a blank line before the next heading
+    heading_line = lines[start] if lines[start].endswith("\n") else lines[start] + "\n"
+    return "".join(lines[:start]) + heading_line + body + "".join(lines[end:])
+
+
+# -- results ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def _locked(engine: Engine) -> Iterator[None]:
+    with lock_database(engine, wait=True):  # the file lock, or PostgreSQL's advisory lock
+        yield
+
+
+def _concepts(engine: Engine, source: str, path: str) -> tuple[str, ...]:
+    t_sources = T_SOURCES
+    with db.read(engine) as conn:
+        rows = conn.execute(
+            select(T_ENTITIES.c.name)
+            .join(T_MENTIONS, T_MENTIONS.c.concept_id == T_ENTITIES.c.id)
+            .join(T_FILES, T_FILES.c.id == T_MENTIONS.c.file_id)
+            .join(t_sources, t_sources.c.id == T_FILES.c.source_id)
+            .where(t_sources.c.name == source, T_FILES.c.path == path)
+            .order_by(T_ENTITIES.c.name)
+        )
+        return tuple(r[0] for r in rows)
+
+
+def _warnings(report: SyncReport, rel: str) -> tuple[str, ...]:
+    failed = [p.reason for p in report.failed if p.path == rel]
+    if failed:
+        # The file is on disk but the store could not take it: say so rather than pretend.
+        raise InvalidArgument(f"{rel} was written but could not be synced: {failed[0]}")
+    return tuple(p.reason for p in report.warnings if p.path == rel)
+
+
+def _result(
+    engine: Engine,
+    info: SourceInfo,
+    rel: str,
+    action: Action,
+    digest: str,
+    report: SyncReport,
+    *,
+    previous: str | None = None,
+) -> Written:
+    return Written(
+        action=action,
+        uri=file_uri(info.name, rel),
+        path=rel,
+        source=info.name,
+        hash=digest,
+        concepts=_concepts(engine, info.name, rel),
+        previous_uri=previous,
+        warnings=_warnings(report, rel),
+    )
