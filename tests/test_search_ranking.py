@@ -11,12 +11,14 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from contextgraph import ContextGraph, db, search
-from contextgraph.decay import weight_sql
-from contextgraph.ftsquery import build_match
-from contextgraph.fulltext import full_text
-from contextgraph.search import COLUMN_WEIGHTS, Candidate, ranked_matches
+from contextgraph import ContextGraph
+from contextgraph.graph import search
+from contextgraph.graph.decay import weight_sql
+from contextgraph.graph.ftsquery import build_match
+from contextgraph.graph.search import COLUMN_WEIGHTS, Candidate, ranked_matches
 from contextgraph.settings import Settings, parse_datetime
+from contextgraph.store import db
+from contextgraph.store.fulltext import full_text
 
 NOW = parse_datetime("2026-11-30T12:00:00+00:00").timestamp()
 COMMON = ["graph", "vector", "index", "query", "cache"]  # in nearly every note
