@@ -115,8 +115,8 @@ def recent_first_answers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     answers: list[bool] = []
     original = search._Ranking.recent_first
 
-    def spy(self: Any, match: str, total: int, top: int) -> list[Candidate] | None:
-        found = original(self, match, total, top)
+    def spy(self: Any, match: str, top: int, n: int, *, filtered: bool) -> Any:
+        found = original(self, match, top, n, filtered=filtered)
         answers.append(found is not None)
         return found
 
@@ -189,3 +189,27 @@ def test_a_search_page_equals_the_full_ranking(graph: ContextGraph, tmp_path: Pa
         got = graph.search("graph vector", limit=10, page=page, now="2026-11-30T12:00:00+00:00")
         assert got.total == every.total
         assert [h.uri for h in got.hits] == [h.uri for h in every.hits][(page - 1) * 10 :][:10]
+
+
+def test_an_index_row_without_its_file_is_not_counted(graph: ContextGraph, tmp_path: Path) -> None:
+    """A stale full-text row (its file deleted behind the triggers' back) is counted as before."""
+    import shutil
+
+    copy = tmp_path / "stale.db"
+    graph.engine.dispose()
+    shutil.copy(graph.database_path or "", copy)
+    with ContextGraph.open(copy) as stale:
+        with stale.engine.begin() as conn:
+            conn.exec_driver_sql("DROP TRIGGER files_fts_delete")
+            conn.exec_driver_sql("DELETE FROM files WHERE path LIKE 'note-00%'")
+        with db.read(stale.engine) as conn:
+            match = build_match("graph")
+            assert match is not None
+            expected = every_match_scored(conn, match, Settings())
+            found, total = ranked_matches(conn, match, settings=Settings(), now=NOW, top=10)
+            fts = conn.exec_driver_sql(
+                "SELECT count(*) FROM files_fts WHERE files_fts MATCH ?", (match,)
+            ).scalar()
+    assert fts > total  # the index still holds the deleted files
+    assert total == len(expected)
+    assert found == expected[:10]

@@ -26,6 +26,7 @@ Ranking is exact, and avoids scoring every match when it can prove a page final:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,10 +37,13 @@ from sqlalchemy import (
     Connection,
     Row,
     Select,
+    bindparam,
+    case,
     column,
     func,
     literal,
     literal_column,
+    null,
     or_,
     select,
     table,
@@ -57,6 +61,7 @@ from contextgraph.store.dialect import is_postgresql
 from contextgraph.store.fulltext import FullText, full_text, phrases
 from contextgraph.store.identity import file_uri
 from contextgraph.store.models import File, Source, table_of
+from contextgraph.store.sqlcore import driver_sql
 
 T_FILES = table_of(File)
 T_SOURCES = table_of(Source)
@@ -179,18 +184,15 @@ def ranked_matches(
     if folder is not None and folder.strip("/ "):
         prefix = check_relative(folder.strip("/ "))
         conditions.append(f.c.path.like(db.escape_like(prefix) + "/%", escape="\\"))
-    joined = fts.joined.join(s, s.c.id == f.c.source_id)
-    total = int(
-        conn.execute(select(func.count()).select_from(joined).where(*conditions)).scalar_one()
-    )
+    ranking = _Ranking(conn, fts, conditions, now, settings)
+    n = max(MIN_CANDIDATES, 2 * top)
+    if top > 0 and not is_postgresql(conn):
+        ranked = ranking.recent_first(match, top, n, filtered=len(conditions) > 1)
+        if ranked is not None:
+            return ranked
+    total = ranking.count()
     if total == 0 or top <= 0:
         return [], total
-    ranking = _Ranking(conn, fts, joined, conditions, now, settings)
-    n = max(MIN_CANDIDATES, 2 * top)
-    if total > max(RECENT_FIRST_MIN_MATCHES, n) and not is_postgresql(conn):
-        found = ranking.recent_first(match, total, top)
-        if found is not None:
-            return found, total
     return ranking.best_bm25_first(top, n), total
 
 
@@ -201,16 +203,23 @@ class _Ranking:
         self,
         conn: Connection,
         fts: FullText,
-        joined: Any,
         conditions: list[ColumnElement[bool]],
         now: float,
         settings: Settings,
     ) -> None:
+        self.conn, self.fts, self.conditions = conn, fts, conditions
+        self.now, self.settings = now, settings
+        self.joined = fts.joined.join(_S, _S.c.id == _F.c.source_id)
+
+    def count(self) -> int:
+        """The matches that pass the filters, each with its file and source row."""
+        query = select(func.count()).select_from(self.joined).where(*self.conditions)
+        return int(self.conn.execute(query).scalar_one())
+
+    @functools.cached_property
+    def columns(self) -> tuple[ColumnElement[Any], ...]:
         f, s = _F, _S
-        self.conn, self.now, self.settings = conn, now, settings
-        self.bm25 = fts.rank
-        self.decay = weight_sql(f, now, settings)
-        columns = (
+        return (
             f.c.id,
             s.c.name,
             f.c.path,
@@ -219,38 +228,86 @@ class _Ranking:
             self.bm25.label("bm25"),
             self.decay.label("decay"),
         )
-        self.query: Select[Any] = select(*columns).select_from(joined).where(*conditions)
-        self.by_score = ((-self.bm25 * self.decay).desc(), f.c.path, s.c.name)
+
+    @functools.cached_property
+    def bm25(self) -> ColumnElement[float]:
+        return self.fts.rank
+
+    @functools.cached_property
+    def decay(self) -> ColumnElement[float]:
+        return weight_sql(_F, self.now, self.settings)
+
+    @functools.cached_property
+    def query(self) -> Select[Any]:
+        return select(*self.columns).select_from(self.joined).where(*self.conditions)
+
+    @functools.cached_property
+    def by_score(self) -> tuple[ColumnElement[Any], ...]:
+        return ((-self.bm25 * self.decay).desc(), _F.c.path, _S.c.name)
 
     def run(self, query: Select[Any]) -> list[Candidate]:
         """The rows of ``query`` scored, best first (ties by path, then source)."""
         return _scored(self.conn.execute(query).all())
 
-    def recent_first(self, match: str, total: int, top: int) -> list[Candidate] | None:
-        """The exact ``top`` found among recent files, or None when no window proves them."""
-        bounds = bm25_bounds(self.conn, match, rare_below=total * RARE_SHARE)
-        if bounds is None:
+    def recent_first(
+        self, match: str, top: int, n: int, *, filtered: bool
+    ) -> tuple[list[Candidate], int] | None:
+        """The exact ``top`` and the match count, or None when recent files prove no page.
+
+        Unfiltered, the count is FTS5's own (no join), and each window scans every match with
+        outer joins, ordering first any match without its file or source row: an index out of
+        step with the files then shows, and the count is taken the joined way instead.
+        """
+        counts = fts_counts(self.conn, match)
+        if counts is None:
             return None
-        f = _F
+        if counts.matches == 0:
+            return [], 0  # nothing matches, whatever the filters
+        if counts.matches <= max(RECENT_FIRST_MIN_MATCHES, n):
+            return None  # few matches: scoring them all is cheaper than a proof
+        bounds = counts.bounds(phrases(match), rare_below=counts.matches * RARE_SHARE)
+        f, s = _F, _S
         rare: ColumnElement[bool] | None = None
         if bounds.rare:  # files holding a rare phrase are scored whatever their age
             rare_match = " OR ".join(_quoted(p) for p in bounds.rare)
             holding = select(_FTS_ROWID).where(_FTS_NAME.op("MATCH")(literal(rare_match)))
             rare = f.c.id.in_(holding.correlate(None).scalar_subquery())
+        order = self.by_score
+        if filtered:
+            base, total = self.query, self.count()
+        else:
+            outer = _FTS.outerjoin(f, f.c.id == _FTS_ROWID).outerjoin(s, s.c.id == f.c.source_id)
+            # Tested on the file row, so the source is joined only for the window's files.
+            known = select(T_SOURCES.c.id).scalar_subquery()
+            orphan = or_(f.c.id.is_(None), f.c.source_id.not_in(known))
+
+            def scored(value: ColumnElement[Any]) -> ColumnElement[Any]:
+                return case((orphan, null()), else_=value)  # FTS5 cannot rank a row it lost
+
+            columns = (*self.columns[:5], scored(self.bm25).label("bm25"))
+            columns += (scored(self.decay).label("decay"),)
+            base = select(*columns).select_from(outer).where(*self.conditions)
+            order = (orphan.desc(), scored(-self.bm25 * self.decay).desc(), *self.by_score[1:])
+            total = counts.matches
         least = FIRST_WINDOW_WEIGHT
         for _ in range(WINDOW_ROUNDS):
             age = oldest_age(least, self.now, self.settings)
-            if age is None:  # the window would hold every file: rank them all
-                return self.run(self.query.order_by(*self.by_score).limit(top))
             # Every file of age <= ``age`` is in the window (a day to spare), so every file left
-            # out is at least ``age + 1`` days old.
-            since = self.now - (age + 2) * SECONDS_PER_DAY
-            window = or_(
+            # out is at least ``age + 1`` days old. Past 2**40 days the window is every file.
+            since = self.now - (age + 2) * SECONDS_PER_DAY if age is not None else -math.inf
+            window = [
                 f.c.last_accessed >= since,
                 func.coalesce(f.c.created, f.c.modified) >= since,
                 *([rare] if rare is not None else []),
-            )
-            found = self.run(self.query.where(window).order_by(*self.by_score).limit(top))
+                *([] if filtered else [orphan]),
+            ]
+            query = base.where(or_(*window)).order_by(*order).limit(top)
+            rows = self.conn.execute(query).all()
+            if any(r.id is None or r.name is None for r in rows):
+                return None  # a match without its file or source: count the joined way
+            found = _scored(rows)
+            if age is None:
+                return found, total
             if len(found) < top:
                 least /= 8  # too few recent matches: a wider window
                 continue
@@ -258,7 +315,7 @@ class _Ranking:
                 return None  # not the bm25 the ceiling was derived for: rank the exact way
             last = found[-1].score
             if last > bounds.common_ceiling * weight_at_age(age + 1, self.now, self.settings):
-                return found
+                return found, total
             # The window that holds every file which can beat ``last``.
             least = last / bounds.common_ceiling
         return None
@@ -306,43 +363,60 @@ class Bm25Bounds:
     rare: tuple[str, ...]
 
 
-def bm25_bounds(conn: Connection, match: str, *, rare_below: float) -> Bm25Bounds | None:
-    """The :class:`Bm25Bounds` of ``match``; phrases in fewer than ``rare_below`` files are rare.
+@dataclass(frozen=True)
+class FtsCounts:
+    """What FTS5 alone counts for an expression: its index rows, matches and phrases' files."""
 
-    None when FTS5's row count cannot be read. bm25 sums, over the expression's phrases (repeats
-    included), ``idf × tf·(k1+1) / (tf + k1·(1 - b + b·len/avglen))``, and that fraction is
-    below ``k1 + 1`` for any ``tf``.
-    """
+    rows: int
+    matches: int
+    files_with: dict[str, int]
+
+    def bounds(self, texts: list[str], *, rare_below: float) -> Bm25Bounds:
+        """The bm25 bounds of the expression whose phrases (repeats included) are ``texts``.
+
+        bm25 sums, over the phrases, ``idf × tf·(k1+1) / (tf + k1·(1 - b + b·len/avglen))``,
+        and that fraction is below ``k1 + 1`` for any ``tf``. Phrases in fewer than
+        ``rare_below`` files are rare.
+        """
+        rare = tuple(sorted(p for p in set(texts) if self.files_with[p] < rare_below))
+        idf = common = 0.0
+        for text in texts:
+            n = self.files_with[text]
+            value = math.log((self.rows - n + 0.5) / (n + 0.5))
+            value = value if value > 0.0 else BM25_MIN_IDF
+            idf += value
+            if text not in rare:
+                common += value
+        scale = (BM25_K1 + 1.0) * (1.0 + CEILING_SLACK)
+        return Bm25Bounds(ceiling=idf * scale, common_ceiling=common * scale, rare=rare)
+
+
+def fts_counts(conn: Connection, match: str) -> FtsCounts | None:
+    """FTS5's counts for ``match`` in one statement; None when its row count cannot be read."""
     texts = phrases(match)
     if not texts:
         return None
-    distinct = sorted(set(texts))
-    counts = [
-        select(func.count())
-        .select_from(_FTS)
-        .where(_FTS_NAME.op("MATCH")(literal(_quoted(p))))
-        .scalar_subquery()
-        for p in distinct
-    ]
+    distinct = sorted({p for p in texts if _quoted(p) != match})
+
+    def matching(expression: str) -> Any:
+        where = _FTS_NAME.op("MATCH")(literal(expression))
+        return select(func.count()).select_from(_FTS).where(where).scalar_subquery()
+
     averages = select(_FTS_DATA.c.block).where(_FTS_DATA.c.id == 1).scalar_subquery()
-    row = conn.execute(select(averages, *counts)).one()
-    rows = fts_row_count(row[0])
-    if rows is None:
+    row = conn.execute(select(averages, matching(match), *map(matching, map(_quoted, distinct))))
+    block, matches, *hits = row.one()
+    rows = fts_row_count(block)
+    files_with = dict(zip(distinct, (int(n) for n in hits), strict=True))
+    files_with.update({p: int(matches) for p in texts if p not in files_with})
+    if rows is None or any(n > rows for n in files_with.values()):
         return None
-    hits = dict(zip(distinct, (int(n) for n in row[1:]), strict=True))
-    if any(n > rows for n in hits.values()):
-        return None
-    rare = tuple(p for p in distinct if hits[p] < rare_below)
-    idf = common = 0.0
-    for text in texts:
-        n = hits[text]
-        value = math.log((rows - n + 0.5) / (n + 0.5))
-        value = value if value > 0.0 else BM25_MIN_IDF
-        idf += value
-        if text not in rare:
-            common += value
-    scale = (BM25_K1 + 1.0) * (1.0 + CEILING_SLACK)
-    return Bm25Bounds(ceiling=idf * scale, common_ceiling=common * scale, rare=rare)
+    return FtsCounts(rows=rows, matches=int(matches), files_with=files_with)
+
+
+def bm25_bounds(conn: Connection, match: str, *, rare_below: float) -> Bm25Bounds | None:
+    """The :class:`Bm25Bounds` of ``match``; phrases in fewer than ``rare_below`` files are rare."""
+    counts = fts_counts(conn, match)
+    return None if counts is None else counts.bounds(phrases(match), rare_below=rare_below)
 
 
 def _quoted(phrase: str) -> str:
@@ -440,9 +514,26 @@ def _texts(conn: Connection, ids: list[int]) -> dict[int, str]:
     """The first characters of each file's text (enough for a title and a snippet)."""
     if not ids:
         return {}
-    head = func.substr(T_FILES.c.text, 1, _SNIPPET_SCAN).label("head")
-    rows = conn.execute(select(T_FILES.c.id, head).where(T_FILES.c.id.in_(ids)))
-    return {int(r.id): r.head or "" for r in rows}
+    params = {f"id{i}": file_id for i, file_id in enumerate(ids)}
+    rows = conn.exec_driver_sql(_texts_sql(len(ids)), params)
+    return {int(file_id): head or "" for file_id, head in rows}
+
+
+_TEXTS_SQL: dict[int, str] = {}
+
+
+def _texts_sql(count: int) -> str:
+    """The statement of :func:`_texts` for ``count`` ids, compiled once (Core costs ~0.4 ms)."""
+    sql = _TEXTS_SQL.get(count)
+    if sql is None:
+        scan: tuple[ColumnElement[Any], ...] = (
+            literal_column("1"),
+            literal_column(str(_SNIPPET_SCAN)),
+        )
+        head = func.substr(T_FILES.c.text, *scan).label("head")
+        wanted = T_FILES.c.id.in_([bindparam(f"id{i}") for i in range(count)])
+        sql = _TEXTS_SQL[count] = driver_sql(select(T_FILES.c.id, head).where(wanted))
+    return sql
 
 
 class Highlighter:
@@ -559,11 +650,13 @@ __all__ = [
     "COLUMN_WEIGHTS",
     "Bm25Bounds",
     "Candidate",
+    "FtsCounts",
     "Highlighter",
     "SearchHit",
     "SearchResult",
     "bm25_bounds",
     "check_query",
+    "fts_counts",
     "fts_row_count",
     "oldest_age",
     "ranked_matches",
