@@ -54,7 +54,7 @@ def graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ContextGraph]:
             path = root / source / folder / f"note-{n:03d}.md"
             path.parent.mkdir(parents=True, exist_ok=True)
             words = rng.choices(COMMON, k=rng.randint(3, 40))
-            kind = rng.choices(["recent", "middle", "old", "undated"], [4, 3, 2, 1])[0]
+            kind = rng.choices(["recent", "middle", "old", "undated"], [2, 3, 4, 1])[0]
             # The middle words are weak in recent notes (once, in a long text) and strong in
             # notes a month or two old (repeated, in a short one): old notes can win the page.
             for word in MIDDLE:

@@ -76,6 +76,7 @@ MIN_CANDIDATES = 64
 RECENT_FIRST_MIN_MATCHES = 256
 FIRST_WINDOW_WEIGHT = 0.5  # the first recent window: files of decay weight at least this
 WINDOW_ROUNDS = 3
+RECENT_SAMPLE = 64  # matches looked at to guess whether the first window holds most of them
 # FTS5's bm25 (ext/fts5/fts5_aux.c): k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)),
 # or 1e-6 where that is not positive, N rows in the index and n of them holding the phrase.
 BM25_K1 = 1.2
@@ -258,12 +259,10 @@ class _Ranking:
         outer joins, ordering first any match without its file or source row: an index out of
         step with the files then shows, and the count is taken the joined way instead.
         """
-        counts = fts_counts(self.conn, match)
-        if counts is None:
+        if self.sample_says_rank_otherwise(FIRST_WINDOW_WEIGHT):
             return None
-        if counts.matches == 0:
-            return [], 0  # nothing matches, whatever the filters
-        if counts.matches <= max(RECENT_FIRST_MIN_MATCHES, n):
+        counts = fts_counts(self.conn, match)
+        if counts is None or counts.matches <= max(RECENT_FIRST_MIN_MATCHES, n):
             return None  # few matches: scoring them all is cheaper than a proof
         bounds = counts.bounds(phrases(match), rare_below=counts.matches * RARE_SHARE)
         f, s = _F, _S
@@ -277,17 +276,19 @@ class _Ranking:
             base, total = self.query, self.count()
         else:
             outer = _FTS.outerjoin(f, f.c.id == _FTS_ROWID).outerjoin(s, s.c.id == f.c.source_id)
-            # Tested on the file row, so the source is joined only for the window's files.
+            # Let through on the file row (the source is joined only for the window's files),
+            # then told apart by the joined rows.
             known = select(T_SOURCES.c.id).scalar_subquery()
             orphan = or_(f.c.id.is_(None), f.c.source_id.not_in(known))
+            lost = or_(f.c.id.is_(None), s.c.id.is_(None))
 
             def scored(value: ColumnElement[Any]) -> ColumnElement[Any]:
-                return case((orphan, null()), else_=value)  # FTS5 cannot rank a row it lost
+                return case((lost, null()), else_=value)  # FTS5 cannot rank a row it lost
 
             columns = (*self.columns[:5], scored(self.bm25).label("bm25"))
             columns += (scored(self.decay).label("decay"),)
             base = select(*columns).select_from(outer).where(*self.conditions)
-            order = (orphan.desc(), scored(-self.bm25 * self.decay).desc(), *self.by_score[1:])
+            order = (lost.desc(), scored(-self.bm25 * self.decay).desc(), *self.by_score[1:])
             total = counts.matches
         least = FIRST_WINDOW_WEIGHT
         for _ in range(WINDOW_ROUNDS):
@@ -319,6 +320,28 @@ class _Ranking:
             # The window that holds every file which can beat ``last``.
             least = last / bounds.common_ceiling
         return None
+
+    def sample_says_rank_otherwise(self, least: float) -> bool:
+        """Whether a sample of the matches (the first by rowid) says to skip recent windows.
+
+        Only a guess, for speed: with fewer matches than the sample there is little to prune,
+        and when most weigh at least ``least`` the first window would hold most matches
+        (every file fresh), where bm25's own top ``n`` proves the page sooner.
+        """
+        f = _F
+        sample = select(f.c.last_accessed, f.c.created, f.c.modified)
+        rows = self.conn.execute(
+            sample.select_from(self.joined).where(*self.conditions).limit(RECENT_SAMPLE)
+        ).all()
+        age = oldest_age(least, self.now, self.settings)
+        if len(rows) < RECENT_SAMPLE or age is None:
+            return True
+        since = self.now - (age + 1) * SECONDS_PER_DAY
+        recent = 0
+        for r in rows:
+            base = r.modified if r.created is None else r.created
+            recent += max(base, base if r.last_accessed is None else r.last_accessed) >= since
+        return recent * 2 > len(rows)
 
     def best_bm25_first(self, top: int, n: int) -> list[Candidate]:
         """The exact ``top``: bm25's best ``n`` when they prove the page, else every match."""
