@@ -125,11 +125,15 @@ def create_server(
     @asynccontextmanager
     async def lifespan(_server: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
         watcher = _start_watcher(state.database) if watch else None
+        # The watcher refreshes the precomputed weights itself; a read-only server never writes.
+        refresher = None if watch or read_only else _start_refresher(state.database)
         try:
             yield state
         finally:
             if watcher is not None:
                 watcher()
+            if refresher is not None:
+                refresher()
             state.close()
 
     return MCPServer(
@@ -153,6 +157,43 @@ def _start_watcher(database: str) -> Callable[[], None]:
     thread = threading.Thread(
         target=watcher.run, args=(stop,), name="contextgraph-watch", daemon=True
     )
+    thread.start()
+
+    def halt() -> None:
+        stop.set()
+        thread.join(timeout=30)
+        graph.close()
+
+    return halt
+
+
+log = logging.getLogger(__name__)
+
+REFRESH_CHECK_SECONDS = 60.0
+
+
+def _start_refresher(database: str, every: float = REFRESH_CHECK_SECONDS) -> Callable[[], None]:
+    """Refresh BuildContext's precomputed lists when the day turns, on a thread; return its stop.
+
+    Nothing starts when the precompute is off (``weights_min_notes`` 0, the default)."""
+    settings = Settings.from_env()
+    if settings.weights_min_notes <= 0:
+        return lambda: None
+    from contextgraph.graph import weights
+
+    stop = threading.Event()
+    graph = ContextGraph.open(database, settings=settings)
+
+    def loop() -> None:
+        while True:
+            try:
+                weights.refresh_when_due(graph.engine, graph.settings)
+            except Exception:  # the next check tries again
+                log.exception("refreshing the precomputed relation weights failed")
+            if stop.wait(every):
+                return
+
+    thread = threading.Thread(target=loop, name="contextgraph-weights", daemon=True)
     thread.start()
 
     def halt() -> None:

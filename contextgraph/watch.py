@@ -13,13 +13,16 @@ One watcher per database: a second one (another terminal, another MCP server wit
 stands by on ``<database>.watch.lock`` and takes over, after a catch-up sync, if the first
 stops — so no change is synced twice. A source whose folder is deleted is set aside until the
 folder is back, then synced in full. :meth:`Watcher.run` returns when its stop event is set;
-the caller decides which signals set it (the CLI: SIGTERM and Ctrl-C).
+the caller decides which signals set it (the CLI: SIGTERM and Ctrl-C). With the precompute of
+BuildContext's lists on (``weights_min_notes``), a watcher also refreshes them when the day turns
+(:func:`contextgraph.graph.weights.refresh_when_due`, checked once a minute).
 """
 
 from __future__ import annotations
 
 import fcntl
 import logging
+import math
 import os
 import threading
 import time
@@ -32,11 +35,14 @@ from pathlib import Path
 import watchfiles
 
 from contextgraph.api import ContextGraph
+from contextgraph.graph import weights
 from contextgraph.store import db
 from contextgraph.store.sources import SourceInfo, list_sources
 from contextgraph.sync.run import SyncReport, run_sync, sync_paths
 
 log = logging.getLogger(__name__)
+
+WEIGHTS_CHECK_SECONDS = 60.0  # how often a watcher asks whether the precomputed lists are due
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,7 @@ class Watcher:
         self.poll_seconds = poll_seconds
         self.on_batch = on_batch
         self.on_state = on_state or (lambda message: log.info("%s", message))
+        self._weights_checked = -math.inf  # time.monotonic() of the last weights check
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -85,6 +92,7 @@ class Watcher:
                         synced.add((source.name, str(source.root)))
                 synced &= {(s.name, str(s.root)) for s in live}
                 if not live:
+                    self.refresh_weights(time.monotonic())
                     stop.wait(self.poll_seconds)
                     continue
                 self._watch(live, sources, stop)
@@ -112,8 +120,23 @@ class Watcher:
             now = time.monotonic()
             if now - last_check >= self.poll_seconds:
                 last_check = now
+                self.refresh_weights(now)
                 if self._layout_changed(live, sources):
                     return
+
+    def refresh_weights(self, now: float) -> None:
+        """Recompute BuildContext's precomputed lists when the day turned (at most once a minute).
+
+        ``now`` is ``time.monotonic()``. Only when the precompute is on (``weights_min_notes``);
+        the syncs of changed files refresh them already when the graph changes."""
+        if now - self._weights_checked < WEIGHTS_CHECK_SECONDS:
+            return
+        self._weights_checked = now
+        try:
+            weights.refresh_when_due(self.graph.engine, self.graph.settings)
+        except Exception as exc:  # the next check (or sync) tries again
+            log.exception("refreshing the precomputed relation weights failed")
+            self.on_state(f"weights refresh failed: {type(exc).__name__}: {exc}")
 
     def _apply(
         self, changes: set[tuple[watchfiles.Change, str]], roots: dict[str, SourceInfo]

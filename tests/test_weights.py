@@ -15,6 +15,7 @@ from sqlalchemy import event, text
 
 from contextgraph import ContextGraph
 from contextgraph.graph import weights
+from contextgraph.graph.context import concept_key
 from contextgraph.graph.neighbourhood import Neighbourhoods
 from contextgraph.settings import Settings, parse_datetime
 from contextgraph.store import db, meta
@@ -48,8 +49,8 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     seen: list[bool] = []
     original = weights.load
 
-    def spy(conn: object, cid: int, now: float) -> object:
-        found = original(conn, cid, now)  # type: ignore[arg-type]
+    def spy(conn: object, cid: int, now: float, limit: int | None = None) -> object:
+        found = original(conn, cid, now, limit)  # type: ignore[arg-type]
         seen.append(found is not None)
         return found
 
@@ -197,3 +198,90 @@ def test_pruned_community_siblings_equal_the_full_walk(
         pruned = _answers(g)
         assert '"sharedNeighborCount"' in pruned, "no siblings: the test would prove nothing"
         assert _without_precompute(g) == pruned
+
+
+@pytest.mark.parametrize("first", [1, 2, 5])
+def test_lists_read_rank_by_rank_give_the_same_json(
+    graph: ContextGraph, monkeypatch: pytest.MonkeyPatch, first: int
+) -> None:
+    """Lists read a few ranks at a time (frontier counts then come from the stored relations)."""
+    from contextgraph.graph import neighbourhood
+
+    monkeypatch.setattr(neighbourhood, "FIRST_RANKS", first)
+    reads: list[tuple[int, int]] = []
+    original = weights.ranks
+
+    def spy(conn: object, cid: int, start: int, stop: int) -> object:
+        reads.append((start, stop))
+        return original(conn, cid, start, stop)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(weights, "ranks", spy)
+    lazily = _answers(graph)
+    assert reads, "no list was read further than its first ranks"
+    assert '"expandedRelations": [{' in lazily, "no expansion: the test would prove nothing"
+    assert _without_precompute(graph) == lazily
+
+
+def _reference_siblings(graph: ContextGraph, concept: str) -> list[dict[str, object]]:
+    """SPEC §5's community siblings, straight from the definition over every relation."""
+    with db.read(graph.engine) as conn:
+        rows = conn.execute(text("SELECT a_id, b_id, count FROM concept_relations")).all()
+        info = {
+            int(i): (str(n), c)
+            for i, n, c in conn.execute(
+                text("SELECT id, name, community_id FROM entities WHERE kind = 'concept'")
+            )
+        }
+        key = {
+            str(k): int(i)
+            for i, k in conn.execute(text("SELECT id, key FROM entities WHERE kind = 'concept'"))
+        }
+    adj: dict[int, dict[int, int]] = {i: {} for i in info}
+    for a, b, w in rows:
+        adj[a][b] = w
+        adj[b][a] = w
+    s = graph.settings
+    q = key.get(concept_key(concept))
+    if q is None:
+        return []
+    community = info[q][1]
+    found = []
+    for c, (name, cid) in info.items():
+        if c == q or cid is None or cid != community or c in adj[q]:
+            continue
+        common = [n for n in adj[c] if n in adj[q]]
+        if len(common) < max(1, s.community_min_shared):
+            continue
+        strength = sum(adj[c].values())
+        ratio = sum(min(adj[q][n], adj[c][n]) for n in common) / strength
+        if ratio >= s.community_min_overlap:
+            found.append(
+                {
+                    "name": name,
+                    "communityId": cid,
+                    "sharedNeighborCount": len(common),
+                    "normalizedOverlap": ratio,
+                }
+            )
+    found.sort(key=lambda f: (-f["normalizedOverlap"], -f["sharedNeighborCount"], f["name"]))  # type: ignore[operator]
+    return found[: s.community_max_siblings]
+
+
+@pytest.mark.parametrize("precomputed", [True, False])
+def test_community_siblings_follow_the_definition(graph: ContextGraph, precomputed: bool) -> None:
+    if not precomputed:
+        _without_precompute(graph)  # leaves the state refreshed: take it away again
+        with db.write(graph.engine) as conn:
+            meta.put(conn, weights.STATE_KEY, "none")
+    with db.write(graph.engine) as conn:  # one community, so that siblings exist
+        conn.execute(text("UPDATE entities SET community_id = 3 WHERE kind = 'concept'"))
+        meta.bump_version(conn)
+    if precomputed:
+        weights.refresh(graph.engine, graph.settings)
+    some = False
+    for concept in CONCEPTS:
+        Neighbourhoods._states.clear()
+        got = graph.build_context(concept, depth=1).as_dict()["communitySiblings"]
+        assert got == _reference_siblings(graph, concept), concept
+        some = some or bool(got)
+    assert some, "no siblings: the test would prove nothing"

@@ -26,17 +26,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
+    Column,
     Connection,
     Engine,
+    Integer,
+    MetaData,
+    Table,
     and_,
     bindparam,
     delete,
     func,
     insert,
-    literal_column,
     select,
     update,
 )
+from sqlalchemy.schema import CreateTable, DropTable
 
 from contextgraph.graph.partition import assign_stable_ids, check_arguments, partition
 from contextgraph.settings import Settings
@@ -202,14 +206,41 @@ def _read(conn: Connection) -> _Snapshot:
 # Recomputing
 
 # Bulk writes (one row per concept or community), compiled once and run at the driver level.
-_SET_COMMUNITY_SQL = driver_sql(
+# The membership is written with one set statement: the (entity, community) pairs go into a
+# temporary table (executemany of plain inserts, no index but its key), then a single
+# ``UPDATE … FROM`` joins it to ``entities`` on the primary key. The table lives only inside the
+# write transaction (created and dropped there), on SQLite and PostgreSQL alike.
+_WRITEBACK = Table(
+    "community_writeback",
+    MetaData(),
+    Column("eid", Integer, primary_key=True, autoincrement=False),
+    Column("cid", Integer, nullable=False),
+    prefixes=["TEMPORARY"],
+)
+_CREATE_WRITEBACK_SQL = driver_sql(CreateTable(_WRITEBACK))
+_DROP_WRITEBACK_SQL = driver_sql(DropTable(_WRITEBACK))
+_FILL_WRITEBACK_SQL = driver_sql(
+    insert(_WRITEBACK).values(eid=bindparam("eid"), cid=bindparam("cid"))
+)
+_SET_COMMUNITIES_SQL = driver_sql(
     update(T_ENTITIES)
-    .where(T_ENTITIES.c.id == bindparam("eid"), T_ENTITIES.c.kind == literal_column("'concept'"))
-    .values(community_id=bindparam("cid"))
+    .where(T_ENTITIES.c.id == _WRITEBACK.c.eid, _IS_CONCEPT)
+    .values(community_id=_WRITEBACK.c.cid),
+    literal_binds=True,
 )
 _INSERT_COMMUNITY_SQL = driver_sql(
     insert(T_COMMUNITIES).values(id=bindparam("cid"), size=bindparam("size"))
 )
+
+
+def _write_membership(conn: Connection, rows: list[dict[str, int]]) -> None:
+    """Set ``community_id`` of every ``{"eid", "cid"}`` concept in one ``UPDATE … FROM``.
+
+    Entities that are gone (or no longer concepts) match nothing and are skipped."""
+    conn.exec_driver_sql(_CREATE_WRITEBACK_SQL)
+    conn.exec_driver_sql(_FILL_WRITEBACK_SQL, rows)
+    conn.exec_driver_sql(_SET_COMMUNITIES_SQL)
+    conn.exec_driver_sql(_DROP_WRITEBACK_SQL)
 
 
 def recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
@@ -275,7 +306,7 @@ def recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
         else:  # another run rewrote the membership since our read: write every row
             changed = [{"cid": cid, "eid": eid} for cid, eid in zip(new_ids, snap.ids, strict=True)]
         if changed:
-            conn.exec_driver_sql(_SET_COMMUNITY_SQL, changed)
+            _write_membership(conn, changed)
             meta.bump_version(conn)  # cached neighbourhoods carry community ids
         conn.execute(delete(T_COMMUNITIES))
         if sizes:

@@ -170,9 +170,12 @@ def build_context(
     qid, community_id = found
 
     nb = Neighbourhoods(conn.engine, conn, settings, now)
-    scored = nb.scored(qid)
-    names = nb.names(scored.edges)
-    listed = [_neighbour(n, scored.edges[n], names[n]) for n in scored.ranked[:max_entities]]
+    scored = nb.ranked(qid)
+    top: list[int] = []
+    while len(top) < max_entities and (n := scored.at(len(top))) is not None:
+        top.append(n)
+    names = nb.names(top)
+    listed = [_neighbour(n, scored.edges[n], names[n]) for n in top]
     files = _top_files(conn, qid, [n.id for n in listed], settings, now)
     previews: dict[int, dict[str, str]] = {}
     if include_content:
@@ -190,15 +193,31 @@ def build_context(
         for n in listed
     )
     expanded: tuple[ExpandedRelation, ...] = ()
-    if depth > 1 and scored.edges:
-        by_count = sorted(scored.edges, key=lambda n: (-scored.edges[n][0], names[n][0]))
-        frontier = by_count[: settings.expansion_frontier]
-        seen = {qid, *scored.edges}
+    if depth > 1 and scored.at(0) is not None:
+        if scored.complete:
+            names = nb.names(scored.edges)
+            by_count = sorted(scored.edges, key=lambda n: (-scored.edges[n][0], names[n][0]))
+            frontier = by_count[: settings.expansion_frontier]
+            seen = {qid, *scored.edges}
+        else:  # a prefix of a precomputed list: the same neighbours and counts, stored
+            adjacent = nb.adjacency(qid)
+            frontier = _strongest(nb, adjacent, settings.expansion_frontier)
+            seen = {qid, *adjacent}
         expanded = _expand(nb, frontier, seen, depth, max_entities)
     siblings: tuple[CommunitySibling, ...] = ()
     if community_id is not None:
         siblings = community_siblings(nb, qid, community_id, settings)
     return Context(key, depth, community_id, direct, expanded, siblings)
+
+
+def _strongest(nb: Neighbourhoods, adjacent: dict[int, int], count: int) -> list[int]:
+    """The ``count`` neighbours with the highest co-occurrence counts (ties: name)."""
+    if count <= 0 or not adjacent:
+        return []
+    cut = sorted(adjacent.values(), reverse=True)[min(count, len(adjacent)) - 1]
+    pool = [n for n, w in adjacent.items() if w >= cut]
+    names = nb.names(pool)
+    return sorted(pool, key=lambda n: (-adjacent[n], names[n][0]))[:count]
 
 
 def _neighbour(n: int, edge: tuple[int, float], info: tuple[str, int | None]) -> _Neighbour:
@@ -290,27 +309,34 @@ def _expand(
         budget = max_entities - len(out)
         if budget <= 0 or not frontier:
             break
-        lists = {v: nb.scored(v) for v in frontier}
-        names = nb.names(frontier)  # scored() has loaded the names of every neighbour too
+        lists = {v: nb.ranked(v) for v in frontier}
+        lazy = [v for v in frontier if not lists[v].complete]
+        names = nb.names(frontier)  # reading a list loads the names of its neighbours too
         heap: list[tuple[float, str, int, int]] = []
         for v, sc in lists.items():
-            if sc.ranked:
-                first = sc.ranked[0]
+            first = sc.at(0)
+            if first is not None:
                 heapq.heappush(heap, (-weighted_score(sc.edges[first]), names[first][0], v, 0))
         kept: list[int] = []
         while heap and len(kept) < budget:
             _, name, v, index = heapq.heappop(heap)
             sc = lists[v]
-            if index + 1 < len(sc.ranked):
-                nxt = sc.ranked[index + 1]
+            nxt = sc.at(index + 1)
+            if nxt is not None:
                 heapq.heappush(heap, (-weighted_score(sc.edges[nxt]), names[nxt][0], v, index + 1))
             c = sc.ranked[index]
             if c in seen:
                 continue
-            via = min(
-                (u for u in frontier if c in lists[u].edges),
-                key=lambda u: (-lists[u].edges[c][0], names[u][0]),
-            )
+            # Counts with every frontier concept: from the complete lists, else stored.
+            stored = nb.counts(c, lazy) if lazy else {}
+            counts: dict[int, int] = {}
+            for u in frontier:
+                edge = lists[u].edges.get(c)
+                if edge is not None:
+                    counts[u] = edge[0]
+                elif u in stored:
+                    counts[u] = stored[u]
+            via = min(counts, key=lambda u: (-counts[u], names[u][0]))
             if via != v:
                 continue  # it comes (with its own score) from its via's list
             co, _total = sc.edges[c]
@@ -335,70 +361,21 @@ def community_siblings(
     """
     adjacent = nb.adjacency(qid)
     # Only members of the query's community that are not its neighbours can be siblings.
-    members = nb.members(community_id) - adjacent.keys() - {qid}
-    if nb.can_prune_siblings():
-        shared, overlap = _siblings_from_candidates(nb, adjacent, members, settings)
-    else:
-        shared, overlap = _siblings_from_neighbours(nb, adjacent, members)
-    candidates = [c for c, k in shared.items() if k >= settings.community_min_shared]
-    info = nb.names(candidates)
-    totals = nb.strengths(candidates)
+    members = sorted(nb.members(community_id) - adjacent.keys() - {qid})
+    bound = settings.community_min_overlap
+    if bound > 0 and nb.can_prune_siblings():
+        # overlap(c) ≤ Σ_n w(q,n) = strength(q), so normalizedOverlap ≤ strength(q) /
+        # strength(c): a member whose strength exceeds strength(q) / MIN_OVERLAP (with a margin
+        # far above rounding) can never be kept, and its relations need not be read.
+        limit = sum(adjacent.values()) * (1 + 1e-9)
+        strength = nb.strengths(members)
+        members = [c for c in members if strength[c] * bound <= limit]
     found = []
-    for c in candidates:
-        name = info[c][0]
-        total = totals[c]
-        ratio = overlap[c] / total if total else 0.0
-        if ratio >= settings.community_min_overlap:
-            found.append(CommunitySibling(name, community_id, shared[c], ratio))
+    stats = nb.overlaps(qid, members, settings.community_min_shared)
+    info = nb.names(stats)
+    for c, (shared, overlap, total) in stats.items():
+        ratio = overlap / total if total else 0.0
+        if ratio >= bound:
+            found.append(CommunitySibling(info[c][0], community_id, shared, ratio))
     found.sort(key=lambda s: (-s.normalized_overlap, -s.shared_neighbor_count, s.name))
     return tuple(found[: settings.community_max_siblings])
-
-
-def _siblings_from_neighbours(
-    nb: Neighbourhoods, adjacent: dict[int, int], members: set[int] | frozenset[int]
-) -> tuple[dict[int, int], dict[int, int]]:
-    """Shared-neighbour counts and overlaps, walking the query's neighbours' neighbours."""
-    shared: dict[int, int] = {}
-    overlap: dict[int, int] = {}
-    for n, w_qn in adjacent.items():
-        around = nb.adjacency(n)
-        if len(members) < len(around):
-            common = [c for c in members if c in around]
-        else:
-            common = [c for c in around if c in members]
-        for c in common:
-            shared[c] = shared.get(c, 0) + 1
-            overlap[c] = overlap.get(c, 0) + min(w_qn, around[c])
-    return shared, overlap
-
-
-def _siblings_from_candidates(
-    nb: Neighbourhoods,
-    adjacent: dict[int, int],
-    members: set[int] | frozenset[int],
-    settings: Settings,
-) -> tuple[dict[int, int], dict[int, int]]:
-    """The same counts, walking only the members that can reach ``MIN_OVERLAP``.
-
-    ``overlap(c) ≤ Σ_n w(q,n) = strength(q)``, so ``normalizedOverlap ≤ strength(q) /
-    strength(c)``: a member whose strength exceeds ``strength(q) / MIN_OVERLAP`` (with a margin
-    far above rounding) can never be kept, and its neighbours need not be read. Hubs, the
-    expensive lists, are exactly the members this drops.
-    """
-    bound = settings.community_min_overlap
-    ordered = sorted(members)
-    if bound > 0:
-        limit = sum(adjacent.values()) * (1 + 1e-9)
-        strength = nb.strengths(ordered)
-        ordered = [c for c in ordered if strength[c] * bound <= limit]
-    shared: dict[int, int] = {}
-    overlap: dict[int, int] = {}
-    for c, around in nb.adjacencies(ordered).items():
-        if len(adjacent) < len(around):
-            common = [(adjacent[n], around[n]) for n in adjacent if n in around]
-        else:
-            common = [(adjacent[n], w) for n, w in around.items() if n in adjacent]
-        if common:
-            shared[c] = len(common)
-            overlap[c] = sum(min(a, b) for a, b in common)
-    return shared, overlap

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     Connection,
     Engine,
     FromClause,
     Join,
+    Select,
     and_,
     bindparam,
     case,
@@ -30,9 +31,11 @@ from sqlalchemy import (
     select,
     union_all,
 )
+from sqlalchemy.sql.elements import BindParameter
 
 from contextgraph.graph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
 from contextgraph.settings import Settings
+from contextgraph.store.dialect import greatest, least
 from contextgraph.store.dialect import total as float_total
 from contextgraph.store.meta import graph_version
 from contextgraph.store.models import ConceptRelation, Entity, File, Mention, table_of
@@ -46,14 +49,41 @@ T_FILES = table_of(File)
 MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
 
 
+FIRST_RANKS = 32  # ranks of a precomputed list read by the first look (then doubling)
+
+
 @dataclass
 class Scored:
-    """Every neighbour of one concept: id -> (co-occurrence count, sum of note weights)."""
+    """The neighbours of one concept: id -> (co-occurrence count, sum of note weights).
+
+    ``ranked`` lists them by weightedScore desc, count desc, name. A complete list (``more`` is
+    None) holds every neighbour. A list read from the precomputed lists may be a prefix: then
+    :meth:`at` reads further ranks on demand through ``more`` (inside the read transaction that
+    made the list), and ``edges`` holds only the neighbours read so far.
+    """
 
     edges: dict[int, tuple[int, float]]
-    ranked: list[int]  # ids by weightedScore desc, count desc, name
+    ranked: list[int]
     computed_at: float = 0.0
     valid_until: float = math.inf
+    more: Callable[[int, int], list[tuple[int, int, float]]] | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.more is None
+
+    def at(self, rank: int) -> int | None:
+        """The neighbour at ``rank`` (0-based), or None past the end of the list."""
+        while rank >= len(self.ranked) and self.more is not None:
+            start = len(self.ranked)
+            want = max(FIRST_RANKS, start, rank + 1 - start)
+            rows = self.more(start, start + want)
+            for n, co, total in rows:
+                self.edges[n] = (co, total)
+                self.ranked.append(n)
+            if len(rows) < want:
+                self.more = None
+        return self.ranked[rank] if rank < len(self.ranked) else None
 
 
 @dataclass
@@ -165,6 +195,22 @@ class Neighbourhoods:
             known.update(totals)
         return {i: known[i] for i in ids}
 
+    def overlaps(
+        self, qid: int, candidates: list[int], min_shared: int
+    ) -> dict[int, tuple[int, int, int]]:
+        """c -> (shared neighbours with ``qid``, Σ min of the two counts, strength of c).
+
+        One aggregate per chunk of candidates, in SQL: every relation (c, n) of a candidate is
+        matched with the relation (q, n) by its primary key. Candidates sharing fewer than
+        ``min_shared`` neighbours are left out. The strength is c's weighted degree."""
+        out: dict[int, tuple[int, int, int]] = {}
+        for chunk in chunked(candidates):
+            params = {"q": qid, "ids": list(chunk), "k": max(1, min_shared)}
+            rows = self.conn.execute(_OVERLAPS, params)
+            for c, shared, overlap, strength in rows:
+                out[int(c)] = (int(shared), int(overlap), int(strength))
+        return out
+
     def members(self, community_id: int) -> frozenset[int]:
         """The concept ids of one community."""
         cached = self.state.members.get(community_id)
@@ -180,8 +226,8 @@ class Neighbourhoods:
 
     def scored(self, cid: int) -> Scored:
         """Every neighbour with its exact weightedScore (sum of its shared notes' weights)."""
-        cached = self.state.scored.get(cid)
-        if cached is not None and cached.computed_at <= self.now < cached.valid_until:
+        cached = self._cached(cid)
+        if cached is not None:
             return cached
         if self._weights_valid():
             from contextgraph.graph import weights
@@ -189,6 +235,73 @@ class Neighbourhoods:
             found = weights.load(self.conn, cid, self.now)
             if found is not None:
                 return self._remember(cid, *found)
+        return self._compute(cid)
+
+    def ranked(self, cid: int) -> Scored:
+        """:meth:`scored`, but a precomputed list is read only as far as :meth:`Scored.at` asks.
+
+        The prefix is not kept in the process cache (further ranks must come from the same
+        read transaction); a complete list read or computed here is.
+        """
+        cached = self._cached(cid)
+        if cached is not None:
+            return cached
+        if self._weights_valid():
+            from contextgraph.graph import weights
+
+            found = weights.load(self.conn, cid, self.now, limit=FIRST_RANKS)
+            if found is not None:
+                rows, valid_until = found
+                known = self.state.names
+                edges: dict[int, tuple[int, float]] = {}
+                for n, co, total, name, community in rows:
+                    edges[n] = (co, total)
+                    known[n] = (name, community)
+                if len(rows) < FIRST_RANKS:  # that was all of it
+                    result = Scored(edges, list(edges), self.now, valid_until)
+                    self.state.scored[cid] = result
+                    self.state.edges += len(edges)
+                    return result
+                return Scored(edges, list(edges), self.now, valid_until, self._reader(cid))
+        return self._compute(cid)
+
+    def _reader(self, cid: int) -> Callable[[int, int], list[tuple[int, int, float]]]:
+        from contextgraph.graph import weights
+
+        known = self.state.names
+
+        def more(start: int, stop: int) -> list[tuple[int, int, float]]:
+            out = []
+            for n, co, total, name, community in weights.ranks(self.conn, cid, start, stop):
+                known[n] = (name, community)
+                out.append((n, co, total))
+            return out
+
+        return more
+
+    def counts(self, cid: int, others: Iterable[int]) -> dict[int, int]:
+        """other -> co-occurrence count with ``cid``, for the ``others`` related to it.
+
+        Read from the stored relations, whose counts are those of the co-occurrence join (both
+        count the notes within the concept limit that mention the two)."""
+        cached = self.state.adjacency.get(cid)
+        ids = list(others)
+        if cached is not None:
+            return {o: cached[o] for o in ids if o in cached}
+        out: dict[int, int] = {}
+        for chunk in chunked(ids):
+            params = {"c": cid, "o": list(chunk)}
+            for other, count in self.conn.execute(_COUNTS, params):
+                out[int(other)] = int(count)
+        return out
+
+    def _cached(self, cid: int) -> Scored | None:
+        cached = self.state.scored.get(cid)
+        if cached is not None and cached.computed_at <= self.now < cached.valid_until:
+            return cached
+        return None
+
+    def _compute(self, cid: int) -> Scored:
         joined, m1, m2, f = cooccurrences()
         reference = reference_sql(f)
         age = age_sql(reference, self.now)
@@ -268,6 +381,45 @@ def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
     )
     return joined, m1, m2, f
 
+
+_COUNTS = union_all(
+    select(T_CREL.c.b_id, T_CREL.c.count).where(
+        T_CREL.c.a_id == bindparam("c"), T_CREL.c.b_id.in_(bindparam("o", expanding=True))
+    ),
+    select(T_CREL.c.a_id, T_CREL.c.count).where(
+        T_CREL.c.b_id == bindparam("c"), T_CREL.c.a_id.in_(bindparam("o", expanding=True))
+    ),
+)
+
+
+def _overlaps_statement() -> Select[Any]:
+    ids: BindParameter[Any] = bindparam("ids", expanding=True)
+    r = T_CREL.alias("r")
+    sides = union_all(
+        select(r.c.a_id.label("c"), r.c.b_id.label("n"), r.c.count.label("w")).where(
+            r.c.a_id.in_(ids)
+        ),
+        select(r.c.b_id, r.c.a_id, r.c.count).where(r.c.b_id.in_(ids)),
+    ).subquery("sides")
+    q = T_CREL.alias("q")
+    q_id: BindParameter[int] = bindparam("q")
+    matched = and_(q.c.a_id == least(q_id, sides.c.n), q.c.b_id == greatest(q_id, sides.c.n))
+    shared = func.count(q.c.a_id)
+    return (
+        select(
+            sides.c.c,
+            shared,
+            # An unmatched relation adds 0 (PostgreSQL's LEAST would skip the NULL instead).
+            func.coalesce(func.sum(least(sides.c.w, func.coalesce(q.c.count, 0))), 0),
+            func.sum(sides.c.w),
+        )
+        .select_from(sides.outerjoin(q, matched))
+        .group_by(sides.c.c)
+        .having(shared >= bindparam("k"))
+    )
+
+
+_OVERLAPS = _overlaps_statement()
 
 _ADJACENCY_SQL = driver_sql(
     union_all(

@@ -38,6 +38,7 @@ from sqlalchemy import (
 from contextgraph.graph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
 from contextgraph.settings import Settings
 from contextgraph.store import db, meta
+from contextgraph.store.dialect import qmark
 from contextgraph.store.models import (
     ConceptRelation,
     ConceptStrength,
@@ -58,6 +59,7 @@ T_FILES = table_of(File)
 T_ENTITIES = table_of(Entity)
 
 STATE_KEY = "relation_weights"
+REFRESHED_KEY = "relation_weights_at"  # epoch seconds of the instant the lists were computed for
 MARGIN_SECONDS = 1.0
 _NEVER = -1e300  # a valid_from that every instant passes (ages within grace weigh 1.0)
 
@@ -98,7 +100,39 @@ def refresh(engine: Engine, settings: Settings, now: datetime | float | None = N
             _fill_strengths(conn)
             written = int(conn.execute(select(func.count()).select_from(T_RW)).scalar_one())
         meta.put(conn, STATE_KEY, state_for(meta.graph_version(conn), settings))
+        meta.put(conn, REFRESHED_KEY, repr(at))
     return written
+
+
+def due(engine: Engine, settings: Settings, now: float) -> bool:
+    """Whether a long-running process should :func:`refresh` now.
+
+    True when the precompute is on and the stored lists are stale (the graph or a decay setting
+    changed since), or were computed on an earlier UTC day than ``now``: past a day boundary
+    the windows of the notes' ages have moved on, and readers fall back to the on-the-fly query.
+    """
+    if settings.weights_min_notes <= 0:
+        return False
+    with db.read(engine, retry_seconds=settings.lock_retry_seconds) as conn:
+        if stored_state(conn) != state_for(meta.graph_version(conn), settings):
+            return True
+        at = meta.get(conn, REFRESHED_KEY)
+    return at is None or math.floor(float(at) / SECONDS_PER_DAY) != math.floor(
+        now / SECONDS_PER_DAY
+    )
+
+
+def refresh_when_due(
+    engine: Engine, settings: Settings, now: datetime | float | None = None
+) -> bool:
+    """:func:`refresh` if :func:`due`; True when it refreshed. For writers only (MCP, watch)."""
+    if now is None:
+        now = settings.current_time()
+    at = now.timestamp() if isinstance(now, datetime) else float(now)
+    if not due(engine, settings, at):
+        return False
+    refresh(engine, settings, at)
+    return True
 
 
 def is_current(engine: Engine, settings: Settings) -> bool:
@@ -208,16 +242,29 @@ def strengths(conn: Connection, ids: list[int]) -> dict[int, int]:
 
 
 def load(
-    conn: Connection, cid: int, now: float
+    conn: Connection, cid: int, now: float, limit: int | None = None
 ) -> tuple[list[tuple[int, int, float, str, int | None]], float] | None:
     """``cid``'s precomputed list (rank order) and the end of its window, if valid at ``now``.
 
-    The caller has checked the stored state against the graph version and settings."""
-    window = conn.exec_driver_sql(_WINDOW_SQL, (cid,)).first()
+    With ``limit``, only the first ``limit`` ranks (read the rest with :func:`ranks`, in the
+    same read transaction). The caller has checked the stored state against the graph version
+    and settings."""
+    window = conn.exec_driver_sql(qmark(conn, _WINDOW_SQL), (cid,)).first()
     if window is None or not (window[0] <= now < window[1]):
         return None
-    rows = conn.exec_driver_sql(_LOAD_SQL, (cid,)).fetchall()
+    if limit is None:
+        rows = conn.exec_driver_sql(qmark(conn, _LOAD_SQL), (cid,)).fetchall()
+    else:
+        rows = conn.exec_driver_sql(qmark(conn, _RANKS_SQL), (cid, 0, limit)).fetchall()
     return [(o, co, tot, name, community) for o, co, tot, name, community in rows], float(window[1])
+
+
+def ranks(
+    conn: Connection, cid: int, start: int, stop: int
+) -> list[tuple[int, int, float, str, int | None]]:
+    """Ranks ``start`` to ``stop - 1`` of ``cid``'s precomputed list (see :func:`load`)."""
+    rows = conn.exec_driver_sql(qmark(conn, _RANKS_SQL), (cid, start, stop)).fetchall()
+    return [(o, co, tot, name, community) for o, co, tot, name, community in rows]
 
 
 _WINDOW_SQL = "SELECT valid_from, valid_until FROM relation_weight_windows WHERE concept_id = ?"
@@ -226,6 +273,10 @@ _WINDOW_SQL = "SELECT valid_from, valid_until FROM relation_weight_windows WHERE
 _LOAD_SQL = (
     "SELECT other_id, count, total, name, community_id FROM relation_weights"
     " WHERE concept_id = ? ORDER BY rank"
+)
+_RANKS_SQL = (
+    "SELECT other_id, count, total, name, community_id FROM relation_weights"
+    " WHERE concept_id = ? AND rank >= ? AND rank < ? ORDER BY rank"
 )
 
 
@@ -236,4 +287,13 @@ def timed_refresh(engine: Engine, settings: Settings) -> float:
     return time.perf_counter() - t
 
 
-__all__ = ["is_current", "load", "refresh", "state_for", "stored_state"]
+__all__ = [
+    "due",
+    "is_current",
+    "load",
+    "ranks",
+    "refresh",
+    "refresh_when_due",
+    "state_for",
+    "stored_state",
+]
