@@ -18,16 +18,6 @@ from contextgraph.errors import (
     SourceError,
     UnsafePath,
 )
-from contextgraph.graph.stats import (
-    CommunityListing,
-    DoctorReport,
-    Revision,
-    Stats,
-    counts,
-    database_bytes,
-    doctor,
-    engine_info,
-)
 from contextgraph.settings import Settings, parse_datetime
 from contextgraph.store import db
 from contextgraph.store.sources import SourceInfo, get_source, list_sources, register
@@ -39,6 +29,7 @@ if TYPE_CHECKING:  # the query modules load on first use: `contextgraph sync` ne
     from contextgraph.graph.read import Note
     from contextgraph.graph.retrieve import Retrieval
     from contextgraph.graph.search import SearchResult
+    from contextgraph.graph.stats import CommunityListing, DoctorReport, Revision, Stats
     from contextgraph.sync.run import Progress, SyncReport
     from contextgraph.sync.writing import Written
 
@@ -103,6 +94,8 @@ class ContextGraph:
         cls, path_or_url: str | os.PathLike[str] | None = None, *, settings: Settings | None = None
     ) -> DoctorReport:
         """Run :meth:`doctor` on an existing database, reporting a damaged file as a problem."""
+        from contextgraph.graph.stats import DoctorReport
+
         try:
             graph = cls.open(path_or_url, settings=settings, create=False)
         except CorruptDatabase as exc:
@@ -347,6 +340,7 @@ class ContextGraph:
     def communities(self, *, rebuild: bool = False) -> CommunityListing:
         """The latest community run and every community (recomputed first with ``rebuild``)."""
         from contextgraph.graph import communities
+        from contextgraph.graph.stats import CommunityListing
 
         if rebuild:
             self._writable("recompute the communities")
@@ -434,6 +428,8 @@ class ContextGraph:
 
     def stats(self) -> Stats:
         """Counts, community summary, database size and the effective settings."""
+        from contextgraph.graph.stats import Stats, counts, database_bytes, engine_info
+
         with db.read(self.engine) as conn:
             totals = counts(conn)
             engine = engine_info(conn)
@@ -458,6 +454,8 @@ class ContextGraph:
 
         A damaged file is a diagnosis (a problem in the report), not an exception.
         """
+        from contextgraph.graph.stats import DoctorReport, doctor
+
         try:
             with db.read(self.engine) as conn:
                 return doctor(conn)
@@ -484,6 +482,8 @@ class ContextGraph:
     def history() -> list[Revision]:
         """Every schema revision, oldest first."""
         from alembic.script import ScriptDirectory
+
+        from contextgraph.graph.stats import Revision
 
         script = ScriptDirectory(str(db.migrations_dir()))
         return [

@@ -1,4 +1,9 @@
-"""A CLI query loads only what it uses: no Alembic at head, no parsers, no graph libraries."""
+"""A CLI query loads only what it uses: no Alembic at head, no parsers, no graph libraries.
+
+Every command module of the CLI is imported to build the group, so those modules import click
+and the light top-level modules only; the library loads inside the command that runs. A query
+never loads sync (scan, extraction, the process pool), and ``--help`` not even SQLAlchemy.
+"""
 
 from __future__ import annotations
 
@@ -21,16 +26,21 @@ try:
     cli.main(sys.argv[1:], prog_name="contextgraph", standalone_mode=True)
 except SystemExit as exc:
     code = exc.code
-print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})), file=sys.stderr)
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
 
 
-def _modules_loaded_by(db: Path, *args: str) -> set[str]:
+def _all_modules_loaded_by(db: Path, *args: str) -> set[str]:
     env = dict(os.environ, CONTEXTGRAPH_DB=str(db))
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, *args], env=env, capture_output=True, text=True, check=True
     )
     return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def _modules_loaded_by(db: Path, *args: str) -> set[str]:
+    """The top-level packages loaded by ``contextgraph ARGS``."""
+    return {m.split(".")[0] for m in _all_modules_loaded_by(db, *args)}
 
 
 @pytest.fixture
@@ -51,6 +61,8 @@ def synced(db_path: Path, write: object, vault: Path) -> Path:
         ("stats", "--json"),
         ("communities", "--json"),
         ("sync", "--json"),
+        ("read", "vault/a.md", "--json"),
+        ("retrieve", "alpha", "--json"),
     ],
 )
 def test_a_query_on_a_current_database_loads_no_heavy_module(
@@ -75,3 +87,59 @@ def test_an_old_database_is_still_upgraded_on_open(db_path: Path) -> None:
     assert "alembic" in loaded
     with ContextGraph.open(db_path) as graph:
         assert db.current_revision(graph.engine) == db.SCHEMA_HEAD
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("context", "Alpha", "--json"),
+        ("search", "alpha", "--json"),
+        ("stats", "--json"),
+        ("read", "vault/a.md", "--json"),
+        ("expand", "Alpha", "--json"),
+        ("retrieve", "alpha", "--json"),
+        ("communities", "--json"),
+        ("doctor", "--json"),
+    ],
+)
+def test_a_query_never_loads_sync(synced: Path, args: tuple[str, ...]) -> None:
+    loaded = _all_modules_loaded_by(synced, *args)
+    assert "contextgraph.api" in loaded  # the probe ran the command
+    assert not {m for m in loaded if m.startswith("contextgraph.sync")}, args
+
+
+@pytest.mark.parametrize("args", [("--help",), ("--version",), ("search", "--help")])
+def test_help_and_version_load_no_database_code(db_path: Path, args: tuple[str, ...]) -> None:
+    loaded = _all_modules_loaded_by(db_path, *args)
+    assert "contextgraph.cli" in loaded
+    assert not {m for m in loaded if m.split(".")[0] == "sqlalchemy"}
+    assert not {m for m in loaded if m.startswith(("contextgraph.api", "contextgraph.store"))}
+    assert not db_path.exists()  # nothing opened a database
+
+
+def test_the_cli_package_imports_no_library_module() -> None:
+    code = "import sys, contextgraph.cli; print(sorted(sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.strip().strip("[]").replace("'", "").split(", "))
+    ours = {m for m in loaded if m.startswith("contextgraph")}
+    light = {"contextgraph", "contextgraph.errors", "contextgraph.limits", "contextgraph.settings"}
+    assert ours - light == {m for m in ours if m.startswith("contextgraph.cli")}
+    assert "sqlalchemy" not in loaded
+
+
+def test_a_driver_error_still_prints_the_drivers_message_only() -> None:
+    from click.testing import CliRunner
+    from sqlalchemy.exc import OperationalError
+
+    from contextgraph.cli.base import Group
+
+    group = Group(name="probe")
+
+    @group.command()
+    def boom() -> None:
+        raise OperationalError("SELECT secret FROM files", {}, Exception("disk I/O error"))
+
+    result = CliRunner().invoke(group, ["boom"])
+    assert result.exit_code == 1
+    assert "database error: disk I/O error" in result.output
+    assert "secret" not in result.output

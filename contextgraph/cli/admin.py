@@ -6,7 +6,6 @@ import json
 
 import click
 
-from contextgraph.api import ContextGraph
 from contextgraph.cli.base import (
     Command,
     Group,
@@ -62,6 +61,8 @@ def stats(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def doctor(ctx: click.Context, as_json: bool) -> None:
     """Check integrity and recount co-occurrence from the mentions; exit 1 on any problem."""
+    from contextgraph.api import ContextGraph
+
     report = ContextGraph.diagnose(database_path(ctx), settings=settings_from_env())
     if as_json:
         emit_json(report.as_dict())
@@ -85,6 +86,8 @@ def db_group() -> None:
 @click.pass_context
 def db_upgrade(ctx: click.Context, revision: str) -> None:
     """Upgrade the database schema to REVISION (default: head)."""
+    from contextgraph.api import ContextGraph
+
     with ContextGraph.open(
         database_path(ctx), settings=settings_from_env(), migrate=False
     ) as graph:
@@ -95,6 +98,8 @@ def db_upgrade(ctx: click.Context, revision: str) -> None:
 @click.pass_context
 def db_current(ctx: click.Context) -> None:
     """Print the database's schema revision."""
+    from contextgraph.api import ContextGraph
+
     with ContextGraph.open(
         database_path(ctx), settings=settings_from_env(), migrate=False, create=False
     ) as graph:
@@ -107,6 +112,8 @@ def db_current(ctx: click.Context) -> None:
 @db_group.command(name="history")
 def db_history() -> None:
     """List the schema revisions, oldest first."""
+    from contextgraph.api import ContextGraph
+
     for rev in ContextGraph.history():
         click.echo(f"{rev.revision}: {rev.doc}")
 

@@ -1,6 +1,10 @@
 """The command group and what every command shares: ``--db``, ``--json``, errors, output.
 
 Exit codes: 0 ok, 1 error (one line on stderr, never a traceback), 2 usage.
+
+A command pays only for what it uses: this package imports click and the light top-level
+modules; the library (SQLAlchemy, the models, sync, the query modules) loads inside the commands
+(``tests/test_startup.py`` checks it).
 """
 
 from __future__ import annotations
@@ -10,17 +14,16 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from sqlalchemy.exc import DBAPIError
 
-from contextgraph.api import ContextGraph, default_database
 from contextgraph.errors import ContextGraphError
-from contextgraph.limits import (
-    Bound,
-)
+from contextgraph.limits import Bound
 from contextgraph.settings import Settings
+
+if TYPE_CHECKING:
+    from contextgraph.api import ContextGraph
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -91,10 +94,16 @@ class Group(click.Group):
         except BrokenPipeError:
             _quiet_closed_stdout()
             raise click.exceptions.Exit(0) from None
-        except DBAPIError as exc:  # the driver's message only: never the SQL statement
-            raise click.ClickException(f"database error: {exc.orig}") from None
         except Exception as exc:  # no traceback reaches a CLI user
+            if _is_driver_error(exc):  # the driver's message only: never the SQL statement
+                raise click.ClickException(f"database error: {exc.orig}") from None  # type: ignore[attr-defined]
             raise click.ClickException(f"unexpected error: {type(exc).__name__}: {exc}") from None
+
+
+def _is_driver_error(exc: Exception) -> bool:
+    """A DBAPIError; SQLAlchemy cannot have raised one unless a command loaded it."""
+    exceptions = sys.modules.get("sqlalchemy.exc")
+    return exceptions is not None and isinstance(exc, exceptions.DBAPIError)
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -109,6 +118,8 @@ def cli(ctx: click.Context) -> None:
 
 
 def database_path(ctx: click.Context) -> str:
+    from contextgraph.api import default_database
+
     chosen: str | None = ctx.find_root().ensure_object(dict).get("database")
     return chosen or default_database()
 
@@ -123,6 +134,8 @@ def settings_from_env() -> Settings:
 @contextmanager
 def open_graph(ctx: click.Context, *, create: bool = False) -> Iterator[ContextGraph]:
     """Open the database; only commands that build it (``init``, ``sync``) may create it."""
+    from contextgraph.api import ContextGraph
+
     graph = ContextGraph.open(database_path(ctx), settings=settings_from_env(), create=create)
     try:
         yield graph

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,8 +16,9 @@ from contextgraph.cli.base import (
     json_option,
     open_graph,
 )
-from contextgraph.store.sources import check_root
-from contextgraph.sync.run import SyncReport
+
+if TYPE_CHECKING:
+    from contextgraph.sync.run import SyncReport
 
 
 @click.command(cls=Command)
@@ -28,6 +29,8 @@ def init(ctx: click.Context, paths: tuple[str, ...], name: str | None) -> None:
     """Create or upgrade the database and register PATHs as sources (without syncing)."""
     if name is not None and len(paths) != 1:
         raise click.UsageError("--name needs exactly one PATH")
+    from contextgraph.store.sources import check_root
+
     for path in paths:
         check_root(path)  # refuse a bad folder before a database is created for it
     with open_graph(ctx, create=True) as graph:
@@ -49,6 +52,8 @@ def sync(
     """Sync PATHs (registering new ones), or every registered source when none is given."""
     if name is not None and len(paths) != 1:
         raise click.UsageError("--name needs exactly one PATH")
+    from contextgraph.store.sources import check_root
+
     for path in paths:
         check_root(path)  # refuse a bad folder before a database is created for it
     with open_graph(ctx, create=True) as graph:

@@ -181,6 +181,11 @@ def top_level_terms(match: str) -> list[ColumnElement[Any]]:
     return terms
 
 
+def phrases(match: str) -> list[str]:
+    """Every phrase of a :func:`build_match` expression, in order, unquoted (repeats kept)."""
+    return [value for kind, value, _ in _tokens(match) if kind == "phrase"]
+
+
 def _tokens(match: str) -> list[tuple[str, str, int]]:
     """(kind, value, nesting depth outside the token) for each token of ``match``."""
     out: list[tuple[str, str, int]] = []
@@ -221,4 +226,4 @@ def index_files(conn: Connection, file_ids: Sequence[int]) -> None:
         conn.exec_driver_sql(f"INSERT INTO files_fts(rowid, {cols}) {rows}", tuple(chunk))
 
 
-__all__ = ["TS_CONFIG", "FullText", "full_text", "index_files", "top_level_terms"]
+__all__ = ["TS_CONFIG", "FullText", "full_text", "index_files", "phrases", "top_level_terms"]
