@@ -28,6 +28,7 @@ from sqlalchemy import Engine, delete, insert, select, update
 
 from contextgraph.errors import InvalidArgument
 from contextgraph.graph import communities
+from contextgraph.graph import partition as partition_module
 from contextgraph.graph.communities import (
     CommunityInfo,
     CommunityRunInfo,
@@ -613,14 +614,14 @@ def test_recompute_clears_the_stale_flag(engine: Engine) -> None:
 
 def _racing(engine: Engine, monkeypatch: pytest.MonkeyPatch, change: Any) -> None:
     """Make ``change`` commit between recompute's read and its write."""
-    original = communities.partition
+    original = partition_module.partition
 
     def partition_then_change(*args: Any, **kwargs: Any) -> tuple[list[int], float]:
         result = original(*args, **kwargs)
         change()
         return result
 
-    monkeypatch.setattr(communities, "partition", partition_then_change)
+    monkeypatch.setattr(partition_module, "partition", partition_then_change)
 
 
 def test_concurrent_sync_change_leaves_the_flag_and_new_concepts_unassigned(
@@ -663,13 +664,13 @@ def test_concurrent_run_does_not_lose_updates_or_reuse_ids(
     add_graph(engine, ["x1"])
 
     def other_run() -> None:
-        monkeypatch.setattr(communities, "partition", original)
+        monkeypatch.setattr(partition_module, "partition", original)
         recompute(engine, SETTINGS)  # gives x1 the fresh id 3
-        monkeypatch.setattr(communities, "partition", racing)
+        monkeypatch.setattr(partition_module, "partition", racing)
 
-    original = communities.partition
+    original = partition_module.partition
     _racing(engine, monkeypatch, other_run)
-    racing = communities.partition
+    racing = partition_module.partition
     recompute(engine, SETTINGS)
     stored = membership(engine)
     # This run also saw x1 as new; its fresh id moved past the other run's.

@@ -63,6 +63,7 @@ def synced(db_path: Path, write: object, vault: Path) -> Path:
         ("sync", "--json"),
         ("read", "vault/a.md", "--json"),
         ("retrieve", "alpha", "--json"),
+        ("expand", "Alpha", "--json"),
     ],
 )
 def test_a_query_on_a_current_database_loads_no_heavy_module(
@@ -72,8 +73,6 @@ def test_a_query_on_a_current_database_loads_no_heavy_module(
     heavy = set(HEAVY)
     if args[1].startswith("[["):
         heavy -= {"markdown_it", "yaml"}  # a wrapped name is parsed as a link, as written
-    if args[0] == "communities":
-        heavy -= {"igraph"}  # the igraph-free listing would be another change; see the report
     assert not loaded & heavy, sorted(loaded & heavy)
 
 

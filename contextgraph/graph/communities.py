@@ -42,7 +42,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateTable, DropTable
 
-from contextgraph.graph.partition import assign_stable_ids, check_arguments, partition
 from contextgraph.settings import Settings
 from contextgraph.store import db, meta
 from contextgraph.store.dialect import greatest
@@ -245,6 +244,9 @@ def _write_membership(conn: Connection, rows: list[dict[str, int]]) -> None:
 
 def recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
     """Detect communities over the concept graph now, store them and record the run."""
+    # igraph loads only here: listing the stored communities never needs it.
+    from contextgraph.graph.partition import assign_stable_ids, check_arguments, partition
+
     started = time.perf_counter()
     algorithm = settings.community_algorithm
     resolution = float(settings.community_resolution)

@@ -32,7 +32,7 @@ from contextgraph.limits import (
     EXPAND_MAX_NODES,
     EXPAND_MAX_SEEDS,
 )
-from contextgraph.notes.wikilinks import normalize
+from contextgraph.notes.links import normalize
 from contextgraph.settings import Settings
 from contextgraph.store import db
 from contextgraph.store.identity import file_uri
