@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from helpers import Writer
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from contextgraph import ContextGraph, Settings
 from contextgraph.store import db
@@ -67,6 +67,23 @@ def test_thresholds_come_from_the_maenifold_environment_names(
     assert siblings(none) == []
     for g in (relaxed, strict, none):
         g.close()
+
+
+def test_a_warm_call_reads_no_relation_again(graph: ContextGraph) -> None:
+    """The sibling overlaps are cached with the neighbourhood state, as the lists are."""
+    first = siblings(graph)
+    statements: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        statements.append(statement)
+
+    event.listen(graph.engine, "before_cursor_execute", record)
+    try:
+        assert siblings(graph) == first
+    finally:
+        event.remove(graph.engine, "before_cursor_execute", record)
+    assert statements, "the graph version is still read"
+    assert [s for s in statements if "concept_relations" in s] == []
 
 
 def test_other_communities_are_not_siblings(graph: ContextGraph) -> None:

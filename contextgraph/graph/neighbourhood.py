@@ -94,6 +94,10 @@ class _State:
     scored: dict[int, Scored] = field(default_factory=dict)
     strengths: dict[int, int] = field(default_factory=dict)
     members: dict[int, frozenset[int]] = field(default_factory=dict)
+    # (query, min_shared, candidates) -> what overlaps() found; counts only, so no decay in it
+    overlaps: dict[tuple[int, int, tuple[int, ...]], dict[int, tuple[int, int, int]]] = field(
+        default_factory=dict
+    )
     edges: int = 0
 
 
@@ -202,13 +206,22 @@ class Neighbourhoods:
 
         One aggregate per chunk of candidates, in SQL: every relation (c, n) of a candidate is
         matched with the relation (q, n) by its primary key. Candidates sharing fewer than
-        ``min_shared`` neighbours are left out. The strength is c's weighted degree."""
+        ``min_shared`` neighbours are left out. The strength is c's weighted degree.
+
+        The answer depends on co-occurrence counts only, so it is cached with the state (which
+        the graph version keys): a warm call reads nothing."""
+        key = (qid, min_shared, tuple(candidates))
+        cached = self.state.overlaps.get(key)
+        if cached is not None:
+            return cached
         out: dict[int, tuple[int, int, int]] = {}
         for chunk in chunked(candidates):
             params = {"q": qid, "ids": list(chunk), "k": max(1, min_shared)}
             rows = self.conn.execute(_OVERLAPS, params)
             for c, shared, overlap, strength in rows:
                 out[int(c)] = (int(shared), int(overlap), int(strength))
+        self.state.overlaps[key] = out
+        self.state.edges += len(out) + 1
         return out
 
     def members(self, community_id: int) -> frozenset[int]:
