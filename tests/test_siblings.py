@@ -47,6 +47,29 @@ def test_sibling_overlap_follows_the_formula(graph: ContextGraph) -> None:
     assert siblings(graph) == [("c1", 3, 0.5)]
 
 
+@pytest.mark.parametrize("walk_reads", [-1, 0, 10**9], ids=["sql", "walk-cached", "walk"])
+def test_sql_aggregate_and_walk_agree(
+    graph: ContextGraph, db_url: str, monkeypatch: pytest.MonkeyPatch, walk_reads: int
+) -> None:
+    """Siblings by one SQL aggregate, or by walking the neighbours' adjacency (read or cached)."""
+    from contextgraph.graph import neighbourhood
+    from contextgraph.graph.neighbourhood import Neighbourhoods
+
+    monkeypatch.setattr(Neighbourhoods, "_states", {})
+    if walk_reads == 0:  # walk only once every adjacency is cached
+        with db.read(graph.engine) as conn:
+            nb = Neighbourhoods(graph.engine, conn, graph.settings, 0.0)
+            nb.adjacencies(int(i) for (i,) in conn.execute(text("SELECT id FROM entities")))
+    monkeypatch.setattr(neighbourhood, "SIBLING_WALK_READS", walk_reads)
+    assert siblings(graph) == [("c1", 3, 0.5)]
+    monkeypatch.setenv("MAENIFOLD_COMMUNITY_MIN_SHARED", "2")
+    relaxed = ContextGraph.open(db_url, settings=Settings.from_env(now=graph.settings.now))
+    try:
+        assert siblings(relaxed) == [("c2", 2, 1.0), ("c1", 3, 0.5)]
+    finally:
+        relaxed.close()
+
+
 def test_a_true_neighbour_is_never_a_sibling(graph: ContextGraph) -> None:
     # n2 shares c1 and c2 with ... but is adjacent to q; x and c2 share too few neighbours.
     names = {s[0] for s in siblings(graph)}

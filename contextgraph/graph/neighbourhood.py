@@ -86,6 +86,11 @@ class Scored:
         return self.ranked[rank] if rank < len(self.ranked) else None
 
 
+# Community siblings are counted by walking the neighbours' adjacency lists when at most this many
+# of them are still unread, else by one SQL aggregate (see Neighbourhoods.overlaps).
+SIBLING_WALK_READS = 500
+
+
 @dataclass
 class _State:
     key: tuple[str, str, float, float] | None = None
@@ -157,6 +162,11 @@ class Neighbourhoods:
         self.state.edges += len(out)
         return out
 
+    def unread_adjacencies(self, ids: Iterable[int]) -> list[int]:
+        """Those of ``ids`` whose :meth:`adjacency` is not cached yet."""
+        cache = self.state.adjacency
+        return [i for i in ids if i not in cache]
+
     def adjacencies(self, ids: Iterable[int]) -> dict[int, dict[int, int]]:
         """:meth:`adjacency` of many concepts, the missing ones read in batches."""
         cache = self.state.adjacency
@@ -200,29 +210,51 @@ class Neighbourhoods:
         return {i: known[i] for i in ids}
 
     def overlaps(
-        self, qid: int, candidates: list[int], min_shared: int
+        self, qid: int, adjacent: dict[int, int], candidates: list[int], min_shared: int
     ) -> dict[int, tuple[int, int, int]]:
         """c -> (shared neighbours with ``qid``, Σ min of the two counts, strength of c).
 
-        One aggregate per chunk of candidates, in SQL: every relation (c, n) of a candidate is
-        matched with the relation (q, n) by its primary key. Candidates sharing fewer than
-        ``min_shared`` neighbours are left out. The strength is c's weighted degree.
-
-        The answer depends on co-occurrence counts only, so it is cached with the state (which
-        the graph version keys): a warm call reads nothing."""
+        ``adjacent`` is ``qid``'s :meth:`adjacency`. Candidates sharing fewer than
+        ``min_shared`` neighbours (and at least one) are left out; the strength is c's weighted
+        degree. When at most :data:`SIBLING_WALK_READS` of the neighbours' adjacency lists are
+        still unread, they are read (and cached) and walked in Python, which keeps a
+        long-running process that visits concept after concept cheap; otherwise one SQL
+        aggregate per chunk of candidates matches every relation (c, n) with (q, n) by its
+        primary key, in C. The answer depends on co-occurrence counts only, so it is cached
+        with the state (which the graph version keys): a warm call reads nothing."""
         key = (qid, min_shared, tuple(candidates))
         cached = self.state.overlaps.get(key)
         if cached is not None:
             return cached
-        out: dict[int, tuple[int, int, int]] = {}
-        for chunk in chunked(candidates):
-            params = {"q": qid, "ids": list(chunk), "k": max(1, min_shared)}
-            rows = self.conn.execute(_OVERLAPS, params)
-            for c, shared, overlap, strength in rows:
-                out[int(c)] = (int(shared), int(overlap), int(strength))
+        if len(self.unread_adjacencies(adjacent)) <= SIBLING_WALK_READS:
+            out = self._overlaps_by_walking(adjacent, frozenset(candidates), min_shared)
+        else:
+            out = {}
+            for chunk in chunked(candidates):
+                params = {"q": qid, "ids": list(chunk), "k": max(1, min_shared)}
+                for c, shared, overlap, strength in self.conn.execute(_OVERLAPS, params):
+                    out[int(c)] = (int(shared), int(overlap), int(strength))
         self.state.overlaps[key] = out
         self.state.edges += len(out) + 1
         return out
+
+    def _overlaps_by_walking(
+        self, adjacent: dict[int, int], members: frozenset[int], min_shared: int
+    ) -> dict[int, tuple[int, int, int]]:
+        shared: dict[int, int] = {}
+        overlap: dict[int, int] = {}
+        for n, around in self.adjacencies(adjacent).items():
+            w_qn = adjacent[n]
+            if len(members) < len(around):
+                common = [c for c in members if c in around]
+            else:
+                common = [c for c in around if c in members]
+            for c in common:
+                shared[c] = shared.get(c, 0) + 1
+                overlap[c] = overlap.get(c, 0) + min(w_qn, around[c])
+        candidates = sorted(c for c, k in shared.items() if k >= max(1, min_shared))
+        strength = self.strengths(candidates)
+        return {c: (shared[c], overlap[c], strength[c]) for c in candidates}
 
     def members(self, community_id: int) -> frozenset[int]:
         """The concept ids of one community."""
