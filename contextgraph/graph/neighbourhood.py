@@ -87,8 +87,8 @@ class Scored:
 
 
 # Community siblings are counted by walking the neighbours' adjacency lists when at most this many
-# of them are still unread, else by one SQL aggregate (see Neighbourhoods.overlaps).
-SIBLING_WALK_READS = 500
+# of them (or a quarter) are still unread, else by one SQL aggregate (see Neighbourhoods.overlaps).
+SIBLING_WALK_READS = 2000
 
 
 @dataclass
@@ -216,9 +216,9 @@ class Neighbourhoods:
 
         ``adjacent`` is ``qid``'s :meth:`adjacency`. Candidates sharing fewer than
         ``min_shared`` neighbours (and at least one) are left out; the strength is c's weighted
-        degree. When at most :data:`SIBLING_WALK_READS` of the neighbours' adjacency lists are
-        still unread, they are read (and cached) and walked in Python, which keeps a
-        long-running process that visits concept after concept cheap; otherwise one SQL
+        degree. When at most :data:`SIBLING_WALK_READS` (or a quarter) of the neighbours'
+        adjacency lists are still unread, they are read (and cached) and walked in Python, which
+        keeps a long-running process that visits concept after concept cheap; otherwise one SQL
         aggregate per chunk of candidates matches every relation (c, n) with (q, n) by its
         primary key, in C. The answer depends on co-occurrence counts only, so it is cached
         with the state (which the graph version keys): a warm call reads nothing."""
@@ -226,7 +226,8 @@ class Neighbourhoods:
         cached = self.state.overlaps.get(key)
         if cached is not None:
             return cached
-        if len(self.unread_adjacencies(adjacent)) <= SIBLING_WALK_READS:
+        unread = len(self.unread_adjacencies(adjacent))
+        if unread <= SIBLING_WALK_READS or unread * 4 <= len(adjacent):
             out = self._overlaps_by_walking(adjacent, frozenset(candidates), min_shared)
         else:
             out = {}
