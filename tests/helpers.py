@@ -21,10 +21,63 @@ NOW = "2026-11-30T12:00:00+00:00"
 Writer = Callable[..., Path]
 
 
-def run_script(name: str, *argv: str, timeout: float = 900) -> dict[str, Any]:
-    """Run ``scripts/<name>.py`` in a child process and return the JSON object it prints."""
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment for a child process: no CONTEXTGRAPH_* of ours, this checkout importable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTGRAPH_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
+
+def kill_sync_mid_way(database: Path, folder: Path, *, files: int) -> int:
+    """Start ``contextgraph sync folder`` (one file per batch), SIGKILL it once 20 batches are
+    committed, and return how many files were; skip the test when the kill missed the sync."""
+    import signal
+    import sqlite3
+    import time
+
+    import pytest
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", str(folder)],
+        env=child_env(CONTEXTGRAPH_BATCH_FILES="1", CONTEXTGRAPH_WORKERS="1"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    committed = 0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if database.exists():
+            try:
+                conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)
+                committed = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+                conn.close()
+            except sqlite3.Error:
+                committed = 0
+            if committed >= 20:
+                break
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    if not 0 < committed < files:
+        pytest.skip(f"the kill did not land mid-sync ({committed} files committed)")
+    return int(committed)
+
+
+def write_numbered_notes(root: Path, count: int, tag: str = "") -> None:
+    """``count`` notes in four folders, linking a few dozen shared topics (and ``[[Shared]]``)."""
+    for n in range(count):
+        folder = root / f"f{n % 4}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"note-{n:04d}.md").write_text(
+            f"# Note {n} {tag}\n[[Topic {n % 17}]] and [[Topic {(n * 7) % 23}]] [[Shared]]\n",
+            encoding="utf-8",
+        )
+
+
+def run_script(name: str, *argv: str, timeout: float = 900) -> dict[str, Any]:
+    """Run ``scripts/<name>.py`` in a child process and return the JSON object it prints."""
+    env = child_env()
     done = subprocess.run(
         [sys.executable, str(REPO / "scripts" / f"{name}.py"), *argv],
         capture_output=True,

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from helpers import run_script
+from helpers import child_env, run_script, write_numbered_notes
 from sqlalchemy import text
 
 from contextgraph import ContextGraph, Settings, SyncInProgress
@@ -28,23 +28,6 @@ from contextgraph.settings import parse_datetime
 from contextgraph.store import db
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTGRAPH_")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.update(extra)
-    return env
-
-
-def _write_notes(root: Path, count: int, tag: str = "") -> None:
-    for n in range(count):
-        folder = root / f"f{n % 4}"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"note-{n:04d}.md").write_text(
-            f"# Note {n} {tag}\n[[Topic {n % 17}]] and [[Topic {(n * 7) % 23}]] [[Shared]]\n",
-            encoding="utf-8",
-        )
 
 
 def _assert_clean(result: dict[str, Any]) -> None:
@@ -86,10 +69,10 @@ def test_reads_of_one_note_during_a_sync_never_see_database_is_locked(
 ) -> None:
     vault = tmp_path / "vault"
     database = db_url
-    _write_notes(vault, 160)
+    write_numbered_notes(vault, 160)
     with ContextGraph.open(database) as graph:
         graph.sync([vault])
-    _write_notes(vault, 160, tag="edited")  # every note changes: the sync rewrites them all
+    write_numbered_notes(vault, 160, tag="edited")  # every note changes: the sync rewrites them all
     target = "memory://vault/f0/note-0000.md"
     settings = Settings.from_env(busy_timeout_ms=busy_timeout_ms)
     graphs = [ContextGraph.open(database, settings=settings) for _ in range(2)]
@@ -100,7 +83,7 @@ def test_reads_of_one_note_during_a_sync_never_see_database_is_locked(
     # Batches of two files: about 80 write transactions for the readers to collide with.
     proc = subprocess.Popen(
         [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", "--json"],
-        env=_env(CONTEXTGRAPH_BATCH_FILES="2", CONTEXTGRAPH_WORKERS="1"),
+        env=child_env(CONTEXTGRAPH_BATCH_FILES="2", CONTEXTGRAPH_WORKERS="1"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -160,7 +143,7 @@ def lock_holder(db_path: Path) -> Iterator[subprocess.Popen[str]]:
     """Another process holding the database's sync lock (as a running sync does) for 30 s."""
     proc = subprocess.Popen(
         [sys.executable, "-c", _HOLD_SYNC_LOCK, str(db_path), "30"],
-        env=_env(),
+        env=child_env(),
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -195,7 +178,7 @@ def test_a_waiting_sync_starts_when_the_other_process_releases_the_lock(
     (vault / "a.md").write_text("[[Alpha]] [[Beta]]", encoding="utf-8")
     proc = subprocess.Popen(
         [sys.executable, "-c", _HOLD_SYNC_LOCK, str(db_path), "1.5"],
-        env=_env(),
+        env=child_env(),
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -286,7 +269,7 @@ def test_processes_opening_a_new_database_at_once_all_succeed(tmp_path: Path) ->
         subprocess.Popen(
             # `init` creates the database (query commands refuse a missing one, SPEC §12)
             [sys.executable, "-m", "contextgraph", "--db", str(database), "init"],
-            env=_env(),
+            env=child_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -326,7 +309,7 @@ def _change_then_ask(database: Path | str, action: str) -> dict[str, Any]:
     """In a fresh process (nothing cached): ``sync`` or ``read`` a note, then BuildContext."""
     proc = subprocess.run(
         [sys.executable, "-c", _CHANGE_THEN_ASK, str(database), action, NOW],
-        env=_env(),
+        env=child_env(),
         capture_output=True,
         text=True,
         timeout=120,

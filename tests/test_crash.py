@@ -6,17 +6,12 @@ marked ``slow``. The unit tests below kill at chosen points instead of random on
 
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import run_script, snapshot
+from helpers import kill_sync_mid_way, run_script, snapshot
 
 from contextgraph import ContextGraph
 
@@ -45,13 +40,6 @@ def test_long_crash_loop_recovers_every_time(tmp_path: Path) -> None:
     _assert_recovered(result, 15)
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTGRAPH_")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.update(extra)
-    return env
-
-
 def _integrity(database: Path) -> str:
     conn = sqlite3.connect(database)
     try:
@@ -70,30 +58,7 @@ def test_a_sync_killed_after_some_batches_committed_is_completed_by_the_next(
             f"[[Topic {n % 13}]] [[Topic {n % 7 + 20}]] note {n}\n", encoding="utf-8"
         )
     database = tmp_path / "graph.db"
-    # One file per batch: wait until some batches are in, then kill mid-sync.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", str(vault)],
-        env=_env(CONTEXTGRAPH_BATCH_FILES="1", CONTEXTGRAPH_WORKERS="1"),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    committed = 0
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        if database.exists():
-            try:
-                conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)
-                committed = conn.execute("SELECT count(*) FROM files").fetchone()[0]
-                conn.close()
-            except sqlite3.Error:
-                committed = 0
-            if committed >= 20:
-                break
-        time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    if not 0 < committed < 300:
-        pytest.skip(f"the kill did not land mid-sync ({committed} files committed)")
+    committed = kill_sync_mid_way(database, vault, files=300)
     assert _integrity(database) == "ok"
     with ContextGraph.open(database) as live, ContextGraph.open(tmp_path / "fresh.db") as fresh:
         assert live.doctor().ok  # a partial store is still a consistent one

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from helpers import child_env
 from sqlalchemy import text
 
 from contextgraph import (
@@ -291,9 +292,7 @@ def test_cli_exits_cleanly_on_hostile_input(
 
 def test_cli_takes_undecodable_argv_bytes_without_a_traceback(world: World) -> None:
     """Bytes that are not UTF-8 reach Python as lone surrogates (surrogateescape)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTGRAPH_")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env["LC_ALL"] = env["LANG"] = "C.UTF-8"
+    env = child_env(LC_ALL="C.UTF-8", LANG="C.UTF-8")
     for args in ([b"context", b"caf\xe9 \xff", b"--json"],):
         proc = subprocess.run(
             [

@@ -7,7 +7,6 @@ with one line where the machine has no PostgreSQL server.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from helpers import EXAMPLES, DbFactory, Writer, snapshot
+from helpers import EXAMPLES, DbFactory, Writer, child_env, snapshot, write_numbered_notes
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
@@ -31,23 +30,6 @@ from contextgraph.sync.run import lock_database
 pytestmark = pytest.mark.engines("postgresql")
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTGRAPH_")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.update(extra)
-    return env
-
-
-def _notes(root: Path, count: int, tag: str = "") -> None:
-    for n in range(count):
-        folder = root / f"f{n % 4}"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"note-{n:04d}.md").write_text(
-            f"# Note {n} {tag}\n[[Topic {n % 17}]] and [[Topic {(n * 7) % 23}]] [[Shared]]\n",
-            encoding="utf-8",
-        )
 
 
 # -- one sync per database: a session-level advisory lock ------------------------------------
@@ -66,7 +48,7 @@ with lock_database(engine):
 def _hold(url: str, seconds: float) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
         [sys.executable, "-c", _HOLD_SYNC_LOCK, url, str(seconds)],
-        env=_env(),
+        env=child_env(),
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -211,12 +193,12 @@ def test_a_sync_killed_mid_way_leaves_a_store_the_next_sync_completes(
     tmp_path: Path, new_db: DbFactory
 ) -> None:
     vault = tmp_path / "vault"
-    _notes(vault, 300)
+    write_numbered_notes(vault, 300)
     url = new_db("live")
     ContextGraph.open(url).close()
     proc = subprocess.Popen(
         [sys.executable, "-m", "contextgraph", "--db", url, "sync", str(vault)],
-        env=_env(CONTEXTGRAPH_BATCH_FILES="5", CONTEXTGRAPH_WORKERS="1"),
+        env=child_env(CONTEXTGRAPH_BATCH_FILES="5", CONTEXTGRAPH_WORKERS="1"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -8,16 +8,11 @@ store whose next sync (of any kind) recreates what was dropped before writing an
 
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-from helpers import Writer, snapshot
+from helpers import Writer, kill_sync_mid_way, snapshot
 from sqlalchemy import text
 
 from contextgraph import ContextGraph, Settings
@@ -155,32 +150,7 @@ def test_a_cold_load_killed_mid_way_is_consistent_and_completed_by_the_next(
             f"[[Topic {n % 13}]] [[Topic {n % 7 + 20}]] note {n} FooBar\n", encoding="utf-8"
         )
     database = tmp_path / "graph.db"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTGRAPH_")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.update(CONTEXTGRAPH_BATCH_FILES="1", CONTEXTGRAPH_WORKERS="1")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", str(vault)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    committed = 0
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        if database.exists():
-            try:
-                conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)
-                committed = conn.execute("SELECT count(*) FROM files").fetchone()[0]
-                conn.close()
-            except sqlite3.Error:
-                committed = 0
-            if committed >= 20:
-                break
-        time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    if not 0 < committed < 300:
-        pytest.skip(f"the kill did not land mid-sync ({committed} files committed)")
+    kill_sync_mid_way(database, vault, files=300)
     with ContextGraph.open(database) as live:
         assert live.doctor().ok  # every committed file is indexed
         with db.read(live.engine) as conn:
