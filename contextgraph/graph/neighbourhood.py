@@ -169,8 +169,9 @@ class Neighbourhoods:
 
     def adjacencies(self, ids: Iterable[int]) -> dict[int, dict[int, int]]:
         """:meth:`adjacency` of many concepts, the missing ones read in batches."""
+        ids = list(ids)
         cache = self.state.adjacency
-        missing = [i for i in ids if i not in cache]
+        missing = self.unread_adjacencies(ids)
         for start in range(0, len(missing), 500):
             chunk = missing[start : start + 500]
             found: dict[int, dict[int, int]] = {c: {} for c in chunk}
