@@ -19,8 +19,8 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
-from contextgraph.notes.frontmatter import body_offset, load_yaml
-from contextgraph.notes.links import fast_path_ok, find_links_fast, target_of
+from contextgraph.notes.frontmatter import _simple_mapping, body_offset, load_yaml
+from contextgraph.notes.links import fast_path_ok, find_links_fast, is_attachment, target_of
 from contextgraph.notes.markdown import find_links_markdown
 from contextgraph.notes.wikilinks import (
     ATTACHMENT_EXTENSIONS,
@@ -690,6 +690,28 @@ def test_fast_path_is_taken_for_code_free_text(pieces: list[str]) -> None:
     implementations_agree(text)
 
 
+def _counted(text: str) -> tuple[dict[str, int], int]:
+    """Concept counts and dropped links of ``text``, counted from :func:`find_links`'s links."""
+    concepts: dict[str, int] = {}
+    dropped = 0
+    for link in find_links(text):
+        if link.concept:
+            concepts[link.concept] = concepts.get(link.concept, 0) + 1
+        elif not is_attachment(link.target):
+            dropped += 1
+    return concepts, dropped
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents)
+def test_extract_note_counts_exactly_the_links_find_links_finds(text: str) -> None:
+    """The fast count (no Link objects) gives the same counts, in the same order, and drops."""
+    facts = extract_note(text.removeprefix("\ufeff"))
+    concepts, dropped = _counted(text.removeprefix("\ufeff"))
+    assert list(facts.concepts.items()) == list(concepts.items())
+    assert facts.dropped == dropped
+
+
 # --------------------------------------------------------------------------------------------
 # Differential test of the frontmatter loader against yaml.safe_load
 # --------------------------------------------------------------------------------------------
@@ -738,6 +760,10 @@ def test_frontmatter_loader_agrees_with_pure_python_safe_load(source: str) -> No
             load_yaml(source)
         return
     assert load_yaml(source) == expected
+    simple = _simple_mapping(source + "\n")
+    if simple is not None:  # read without the parser: exactly what the loader builds
+        assert simple == expected and list(simple) == list(expected)
+        assert [type(v) for v in simple.values()] == [type(v) for v in expected.values()]
 
 
 # --------------------------------------------------------------------------------------------

@@ -8,7 +8,10 @@ line ``---`` or ``...`` closes it; unclosed means there is no frontmatter. A clo
 
 YAML is loaded with PyYAML's ``CSafeLoader`` (libyaml), or its pure-Python ``SafeLoader`` where
 libyaml is missing; both build the same values with the same safe constructors. Invalid YAML is
-read again by ``SafeLoader`` so that the warning is worded the same either way.
+read again by ``SafeLoader`` so that the warning is worded the same either way. The common
+frontmatter of a few ``key: value`` lines of plain ASCII words, whole numbers and dates is read
+without the parser (:func:`_simple_mapping`); it gives the values the loader would, by asking
+PyYAML's own resolver what each scalar is, and hands anything else to the loader.
 
 ``created``: a YAML date or datetime, an ISO-8601 string, or epoch time (Dendron writes
 milliseconds); converted to UTC (naive values are taken as UTC, dates become midnight UTC).
@@ -32,6 +35,19 @@ try:
     _LOADER: type[Any] = yaml.CSafeLoader
 except AttributeError:  # PyYAML built without libyaml
     _LOADER = yaml.SafeLoader
+
+# One line of the frontmatter the parser is not needed for: ``key: value`` at column 0, the
+# value a one-line plain scalar of ASCII words (no indicator first, no ``:``, ``#``, quote or
+# tab anywhere), or nothing. Anything else sends the whole block to the YAML loader.
+_SIMPLE_LINE_RE = re.compile(
+    r"([A-Za-z_][A-Za-z0-9_-]*):(?:[ ]+([A-Za-z0-9][A-Za-z0-9 ._/()+,-]*?))?[ ]*"
+)
+_SIMPLE_DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_SIMPLE_INT_RE = re.compile(r"0|[1-9][0-9]*")
+_STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_RESOLVER: Any = yaml.resolver.Resolver()
 
 _FM_OPEN_RE = re.compile(r"---[ \t]*(?:\r\n|\r|\n)")
 _FM_CLOSE_RE = re.compile(r"[\n\r](?:---|\.\.\.)[ \t]*(?:\r\n|\r|\n|\Z)")
@@ -94,6 +110,51 @@ def load_yaml(source: str) -> Any:
     return yaml.load(source, Loader=yaml.SafeLoader)
 
 
+def _simple_scalar(text: str) -> tuple[bool, Any]:
+    """(True, value) when the plain scalar ``text`` is a str, a decimal int or a date; else False.
+
+    The tag comes from PyYAML's resolver (the one its loaders use), so a word the loader takes
+    for a bool, a null or a float is never read as a string here.
+    """
+    tag = _RESOLVER.resolve(yaml.nodes.ScalarNode, text, (True, False))
+    if tag == _STR_TAG:
+        return True, text
+    if tag == _INT_TAG and _SIMPLE_INT_RE.fullmatch(text):
+        return True, int(text)
+    if tag == _TIMESTAMP_TAG and _SIMPLE_DATE_RE.fullmatch(text):
+        try:
+            return True, date(int(text[:4]), int(text[5:7]), int(text[8:10]))
+        except ValueError:
+            return False, None  # the loader words this failure
+    return False, None
+
+
+def _simple_mapping(source: str) -> dict[str, Any] | None:
+    """The mapping the YAML loader would build from ``source``, when it is simple; else None.
+
+    Simple: every line matches :data:`_SIMPLE_LINE_RE`, every key is a string and every value
+    empty (None) or a scalar :func:`_simple_scalar` takes. A later key wins, as in the loader.
+    """
+    if not source.endswith("\n") or "\r" in source:
+        return None
+    data: dict[str, Any] = {}
+    for line in source[:-1].split("\n"):
+        match = _SIMPLE_LINE_RE.fullmatch(line)
+        if match is None:
+            return None
+        key, raw = match.groups()
+        if _simple_scalar(key) != (True, key):  # a key such as ``on`` or ``12`` is no string
+            return None
+        if raw is None:
+            data[key] = None
+            continue
+        ok, value = _simple_scalar(raw)
+        if not ok:
+            return None
+        data[key] = value
+    return data
+
+
 def _short_reason(exc: BaseException) -> str:
     """Return a one-line description of a YAML failure."""
     problem = getattr(exc, "problem", None)
@@ -142,8 +203,11 @@ def read_frontmatter(text: str) -> tuple[str | None, datetime | None, int, list[
     yaml_start, yaml_end, body_start = bounds
     if yaml_end - yaml_start > MAX_FRONTMATTER_CHARS:
         return None, None, body_start, [f"frontmatter too large ({yaml_end - yaml_start} chars)"]
+    source = text[yaml_start:yaml_end]
+    data: Any = _simple_mapping(source)
     try:
-        data = load_yaml(text[yaml_start:yaml_end])
+        if data is None:
+            data = load_yaml(source)
     except Exception as exc:  # yaml errors, RecursionError, ValueError from bad dates, ...
         return None, None, body_start, [f"invalid YAML frontmatter: {_short_reason(exc)}"]
     if data is None:

@@ -31,6 +31,7 @@ from contextgraph.notes.links import (
     ATTACHMENT_EXTENSIONS,
     MAX_CONCEPT_LENGTH,
     Link,
+    count_concepts_fast,
     fast_path_ok,
     find_links_fast,
     is_attachment,
@@ -95,7 +96,10 @@ def extract_note(text: str) -> NoteFacts:
     """Extract concepts with mention counts, title, created date and warnings from a note."""
     title, created, body_start, warnings = read_frontmatter(text)
     start = body_start or (1 if text.startswith("\ufeff") else 0)
-    concepts: dict[str, int] = {}
+    if text.find("[[", start) >= 0 and fast_path_ok(text, start):
+        concepts, dropped = count_concepts_fast(text, start)
+        return NoteFacts(concepts, title, created, dropped, tuple(warnings), body_start)
+    concepts = {}
     dropped = 0
     for link in _find_links_from(text, start):
         if link.concept:

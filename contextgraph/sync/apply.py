@@ -105,23 +105,36 @@ FileOp = Insert | Update | Stat | Rename | Delete
 def stored_files(
     conn: Connection, source_id: int, paths: Sequence[str] | None = None
 ) -> dict[str, Existing]:
-    """path -> the stored state of every file of a source (or of those of ``paths`` it has)."""
-    query = select(
+    """path -> the stored state of every file of a source (or of those of ``paths`` it has).
+
+    A whole source (every sync, a no-change one too) is read at the driver level: Core's result
+    rows cost about twice the query itself for 13,000 files.
+    """
+    if paths is None:
+        rows = conn.exec_driver_sql(_stored_files_sql(), {"source": source_id}).all()
+    else:
+        query = _stored_files_query().where(T_FILES.c.source_id == source_id)
+        rows = [r for c in chunked(paths) for r in conn.execute(query.where(T_FILES.c.path.in_(c)))]
+    return {
+        path: Existing(fid, kind, size, mtime_ns, digest)
+        for fid, path, kind, size, mtime_ns, digest in rows
+    }
+
+
+def _stored_files_query() -> Select[tuple[int, str, str, int, int, str]]:
+    return select(
         T_FILES.c.id,
         T_FILES.c.path,
         T_FILES.c.kind,
         T_FILES.c.size,
         T_FILES.c.mtime_ns,
         T_FILES.c.hash,
-    ).where(T_FILES.c.source_id == source_id)
-    chunks = (
-        [query] if paths is None else [query.where(T_FILES.c.path.in_(c)) for c in chunked(paths)]
     )
-    return {
-        path: Existing(fid, kind, size, mtime_ns, digest)
-        for chunk in chunks
-        for fid, path, kind, size, mtime_ns, digest in conn.execute(chunk).all()
-    }
+
+
+@cache
+def _stored_files_sql() -> str:
+    return driver_sql(_stored_files_query().where(T_FILES.c.source_id == bindparam("source")))
 
 
 # --- statements -------------------------------------------------------------------------------
