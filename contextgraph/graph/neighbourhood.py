@@ -86,9 +86,9 @@ class Scored:
         return self.ranked[rank] if rank < len(self.ranked) else None
 
 
-# Community siblings are counted by walking the neighbours' adjacency lists when at most this many
-# of them (or a quarter) are still unread, else by one SQL aggregate (see Neighbourhoods.overlaps).
-SIBLING_WALK_READS = 2000
+# Community siblings: counting the relation rows each way stops at this many (see
+# Neighbourhoods.overlaps); past it the SQL aggregate is chosen without counting further.
+SIBLING_COUNT_CAP = 200_000
 
 
 @dataclass
@@ -217,18 +217,17 @@ class Neighbourhoods:
 
         ``adjacent`` is ``qid``'s :meth:`adjacency`. Candidates sharing fewer than
         ``min_shared`` neighbours (and at least one) are left out; the strength is c's weighted
-        degree. When at most :data:`SIBLING_WALK_READS` (or a quarter) of the neighbours'
-        adjacency lists are still unread, they are read (and cached) and walked in Python, which
-        keeps a long-running process that visits concept after concept cheap; otherwise one SQL
-        aggregate per chunk of candidates matches every relation (c, n) with (q, n) by its
+        degree. Two exact ways, chosen by what they would read (:meth:`walk_is_cheaper`): walk
+        the neighbours' adjacency lists in Python (reading and caching the unread ones, which
+        keeps a long-running process that visits concept after concept cheap), or one SQL
+        aggregate per chunk of candidates that matches every relation (c, n) with (q, n) by its
         primary key, in C. The answer depends on co-occurrence counts only, so it is cached
         with the state (which the graph version keys): a warm call reads nothing."""
         key = (qid, min_shared, tuple(candidates))
         cached = self.state.overlaps.get(key)
         if cached is not None:
             return cached
-        unread = len(self.unread_adjacencies(adjacent))
-        if unread <= SIBLING_WALK_READS or unread * 4 <= len(adjacent):
+        if self.walk_is_cheaper(self.unread_adjacencies(adjacent), candidates):
             out = self._overlaps_by_walking(adjacent, frozenset(candidates), min_shared)
         else:
             out = {}
@@ -239,6 +238,31 @@ class Neighbourhoods:
         self.state.overlaps[key] = out
         self.state.edges += len(out) + 1
         return out
+
+    def walk_is_cheaper(self, unread: list[int], candidates: list[int]) -> bool:
+        """Whether walking reads fewer relation rows than the aggregate would match.
+
+        The walk reads every relation of the ``unread`` neighbours (cached ones cost nothing);
+        the aggregate matches every relation of the ``candidates``. Both are counted in SQL
+        (index entries only, each count stopping at the other's figure), which costs a small
+        fraction of either: a cold call at a hub whose community is mostly its neighbours
+        aggregates over a handful of candidates instead of reading a hundred thousand rows,
+        and a concept of few neighbours in a large community walks them.
+        """
+        if not unread:
+            return True
+        matched = self.relation_rows(candidates, SIBLING_COUNT_CAP)
+        return self.relation_rows(unread, matched + 1) <= matched
+
+    def relation_rows(self, ids: list[int], cap: int) -> int:
+        """The relations of the concepts ``ids`` (one per end), counted up to ``cap``."""
+        found = 0
+        for chunk in chunked(ids):
+            if found >= cap:
+                break
+            params = {"ids": list(chunk), "cap": cap - found}
+            found += int(self.conn.execute(_RELATION_ROWS, params).scalar_one())
+        return found
 
     def _overlaps_by_walking(
         self, adjacent: dict[int, int], members: frozenset[int], min_shared: int
@@ -349,7 +373,7 @@ class Neighbourhoods:
         return None
 
     def _compute(self, cid: int) -> Scored:
-        joined, m1, m2, f = cooccurrences()
+        m1, m2, f = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2"), T_FILES.alias("f")
         reference = reference_sql(f)
         age = age_sql(reference, self.now)
         # The instant this note's age reaches its next whole day; only ages past the grace
@@ -358,15 +382,27 @@ class Neighbourhoods:
             (age + 1 > self.settings.grace_days, reference + (age + 1) * SECONDS_PER_DAY),
             else_=None,
         )
+        # Each of the concept's notes (within the concept limit) weighed once, in note order;
+        # then one row per note and co-occurring concept, summed in that order.
+        notes = (
+            select(
+                f.c.id.label("id"),
+                weight_sql(f, self.now, self.settings).label("w"),
+                tick.label("tick"),
+            )
+            .select_from(m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1)))
+            .where(m1.c.concept_id == cid)
+            .cte("notes")
+            .prefix_with("MATERIALIZED")
+        )
         rows = self.conn.execute(
             select(
                 m2.c.concept_id,
                 func.count(),
-                float_total(weight_sql(f, self.now, self.settings), order_by=f.c.id),
-                func.min(tick),
+                float_total(notes.c.w, order_by=notes.c.id),
+                func.min(notes.c.tick),
             )
-            .select_from(joined)
-            .where(m1.c.concept_id == cid)
+            .select_from(notes.join(m2, and_(m2.c.file_id == notes.c.id, m2.c.concept_id != cid)))
             .group_by(m2.c.concept_id)
         )
         edges: dict[int, tuple[int, float]] = {}
@@ -467,6 +503,20 @@ def _overlaps_statement() -> Select[Any]:
 
 
 _OVERLAPS = _overlaps_statement()
+
+
+def _relation_rows_statement() -> Select[Any]:
+    ids: BindParameter[Any] = bindparam("ids", expanding=True)
+    a, b = T_CREL.c.a_id, T_CREL.c.b_id  # each end read from its own index, nothing else
+    rows = (
+        union_all(select(a).where(a.in_(ids)), select(b).where(b.in_(ids)))
+        .limit(bindparam("cap"))
+        .subquery("rows")
+    )
+    return select(func.count()).select_from(rows)
+
+
+_RELATION_ROWS = _relation_rows_statement()
 
 _ADJACENCY_SQL = driver_sql(
     union_all(
