@@ -101,10 +101,12 @@ def floor(graph: ContextGraph) -> list[str]:
     from sqlalchemy import select
 
     from contextgraph.store import db
-    from contextgraph.store.models import File
+    from contextgraph.store.models import T_FILES
 
     with db.read(graph.engine) as conn:
-        rows = conn.execute(select(File.path).order_by(File.size.desc(), File.path)).all()
+        rows = conn.execute(
+            select(T_FILES.c.path).order_by(T_FILES.c.size.desc(), T_FILES.c.path)
+        ).all()
     return _cut(r.path for r in rows)
 
 

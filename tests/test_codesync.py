@@ -10,12 +10,8 @@ from sqlalchemy import Engine, select, update
 
 from contextgraph import ContextGraph
 from contextgraph.store import db, meta
-from contextgraph.store.models import Entity, File, Relation, table_of
+from contextgraph.store.models import T_ENTITIES, T_FILES, T_REL
 from contextgraph.sync.codesync import rebuild_code_graph
-
-T_ENTITIES = table_of(Entity)
-T_FILES = table_of(File)
-T_REL = table_of(Relation)
 
 
 def _graph(graph: ContextGraph) -> tuple[set[tuple[str, str]], set[tuple[str, str, str]]]:

@@ -40,22 +40,10 @@ from contextgraph.graph.communities import (
 from contextgraph.graph.partition import assign_stable_ids, detect
 from contextgraph.settings import Settings
 from contextgraph.store import db
-from contextgraph.store.models import (
-    Community,
-    CommunityRun,
-    ConceptRelation,
-    Entity,
-    Meta,
-    table_of,
-)
+from contextgraph.store.models import T_COMMUNITIES, T_CREL, T_ENTITIES, T_META, T_RUNS
 
 pytestmark = pytest.mark.engines("sqlite", "postgresql")
 
-T_ENTITIES = table_of(Entity)
-T_CREL = table_of(ConceptRelation)
-T_META = table_of(Meta)
-T_COMMUNITIES = table_of(Community)
-T_RUNS = table_of(CommunityRun)
 
 REPO = Path(communities.__file__).resolve().parents[1]
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -14,7 +14,7 @@ from sqlalchemy import insert, select
 from contextgraph import ContextGraph, InvalidArgument, Settings
 from contextgraph.cli import cli
 from contextgraph.store import db
-from contextgraph.store.models import Entity, File, Relation, Source, table_of
+from contextgraph.store.models import T_ENTITIES, T_FILES, T_REL, T_SOURCES
 
 pytestmark = pytest.mark.engines("sqlite", "postgresql")
 
@@ -24,10 +24,10 @@ def build(graph: ContextGraph, edges: list[tuple[str, str, float]], kind: str = 
     names = sorted({n for a, b, _ in edges for n in (a, b)})
     with db.write(graph.engine) as conn:
         sid = conn.execute(
-            insert(table_of(Source)).values(name="t", root="/nonexistent", created_at=0.0)
+            insert(T_SOURCES).values(name="t", root="/nonexistent", created_at=0.0)
         ).inserted_primary_key[0]  # type: ignore[index]
         fid = conn.execute(
-            insert(table_of(File)).values(
+            insert(T_FILES).values(
                 source_id=sid,
                 path="m.py",
                 kind="code",
@@ -41,7 +41,7 @@ def build(graph: ContextGraph, edges: list[tuple[str, str, float]], kind: str = 
         ).inserted_primary_key[0]  # type: ignore[index]
         for n in names:
             conn.execute(
-                insert(table_of(Entity)).values(
+                insert(T_ENTITIES).values(
                     kind=kind,
                     key=f"t:m.py::{n}",
                     name=n,
@@ -50,10 +50,10 @@ def build(graph: ContextGraph, edges: list[tuple[str, str, float]], kind: str = 
                     path="m.py",
                 )
             )
-        ids = dict(conn.execute(select(table_of(Entity).c.name, table_of(Entity).c.id)).all())
+        ids = dict(conn.execute(select(T_ENTITIES.c.name, T_ENTITIES.c.id)).all())
         for a, b, w in edges:
             conn.execute(
-                insert(table_of(Relation)).values(
+                insert(T_REL).values(
                     src_id=ids[a], dst_id=ids[b], type="references", weight=w, file_id=fid
                 )
             )
@@ -146,11 +146,11 @@ def test_hub_count_is_over_distinct_neighbours_not_rows(store: ContextGraph) -> 
     edges = [("Seed", "Hub0", 1.0)] + [("Hub0", f"Leaf{i:02d}", 1.0) for i in range(20)]
     build(store, edges)
     with db.write(store.engine) as conn:
-        rows = conn.execute(select(table_of(Relation))).all()
+        rows = conn.execute(select(T_REL)).all()
         for r in rows:
             if r.src_id != r.dst_id:
                 conn.execute(
-                    insert(table_of(Relation)).values(
+                    insert(T_REL).values(
                         src_id=r.dst_id,
                         dst_id=r.src_id,
                         type="imports",

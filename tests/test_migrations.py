@@ -9,7 +9,7 @@ from sqlalchemy import text
 
 from contextgraph import ContextGraph
 from contextgraph.store import db
-from contextgraph.store.models import Base
+from contextgraph.store.models import metadata
 
 EXPECTED_TABLES = {
     "alembic_version",
@@ -55,7 +55,7 @@ def test_models_match_the_migrations(db_path: Path) -> None:
                 ),
             },
         )
-        assert compare_metadata(context, Base.metadata) == []
+        assert compare_metadata(context, metadata) == []
     graph.close()
 
 

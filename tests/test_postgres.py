@@ -255,7 +255,7 @@ def test_migrations_create_exactly_the_models_and_downgrade_cleanly(new_db: DbFa
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
 
-    from contextgraph.store.models import Base
+    from contextgraph.store.models import metadata
 
     url = new_db("migrations")
     graph = ContextGraph.open(url)
@@ -267,7 +267,7 @@ def test_migrations_create_exactly_the_models_and_downgrade_cleanly(new_db: DbFa
                 conn,
                 opts={"compare_type": True, "include_name": _include_name},
             )
-            assert compare_metadata(context, Base.metadata) == []
+            assert compare_metadata(context, metadata) == []
         db.downgrade(graph.engine, "0001_core")  # data kept, full-text index dropped
         db.upgrade(graph.engine)
         after = graph.stats().as_dict()

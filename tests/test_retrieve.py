@@ -15,7 +15,7 @@ from contextgraph import ContextGraph, InvalidArgument, NotFound
 from contextgraph.cli import cli
 from contextgraph.limits import MAX_QUERY_CHARS, RETRIEVE_BUDGET_TOKENS, RETRIEVE_K
 from contextgraph.store import db
-from contextgraph.store.models import Base
+from contextgraph.store.models import metadata
 
 pytestmark = pytest.mark.engines("sqlite", "postgresql")
 
@@ -208,7 +208,7 @@ def _every_row(graph: ContextGraph) -> dict[str, list[str]]:
     with db.read(graph.engine) as conn:
         return {
             table.name: sorted(repr(tuple(row)) for row in conn.execute(table.select()))
-            for table in Base.metadata.sorted_tables
+            for table in metadata.sorted_tables
         }
 
 

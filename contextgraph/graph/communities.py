@@ -46,13 +46,8 @@ from contextgraph.settings import Settings
 from contextgraph.store import db, meta
 from contextgraph.store.dialect import greatest
 from contextgraph.store.dialect import total as float_total
-from contextgraph.store.models import Community, CommunityRun, ConceptRelation, Entity, table_of
+from contextgraph.store.models import T_COMMUNITIES, T_CREL, T_ENTITIES, T_RUNS
 from contextgraph.store.sqlcore import driver_sql
-
-T_ENTITIES = table_of(Entity)
-T_CREL = table_of(ConceptRelation)
-T_COMMUNITIES = table_of(Community)
-T_RUNS = table_of(CommunityRun)
 
 
 @dataclass(frozen=True)

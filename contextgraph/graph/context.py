@@ -22,13 +22,7 @@ from contextgraph.limits import CONTEXT_DEPTH, CONTEXT_MAX_ENTITIES
 from contextgraph.notes.links import normalize
 from contextgraph.settings import Settings
 from contextgraph.store.identity import file_uri_sql
-from contextgraph.store.models import ConceptRelation, Entity, File, Mention, Source, table_of
-
-T_ENTITIES = table_of(Entity)
-T_CREL = table_of(ConceptRelation)
-T_MENTIONS = table_of(Mention)
-T_FILES = table_of(File)
-T_SOURCES = table_of(Source)
+from contextgraph.store.models import T_ENTITIES, T_FILES, T_SOURCES
 
 MAX_FILES_PER_RELATION = 3
 _WRAPPED = re.compile(r"^\s*!?\[\[.*\]\]\s*$", re.DOTALL)

@@ -36,14 +36,8 @@ from contextgraph.notes.links import normalize
 from contextgraph.settings import Settings
 from contextgraph.store import db
 from contextgraph.store.identity import file_uri
-from contextgraph.store.models import ConceptRelation, Entity, File, Relation, Source, table_of
+from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_REL, T_SOURCES
 from contextgraph.store.sqlcore import chunked, rows_by_id
-
-T_ENTITIES = table_of(Entity)
-T_REL = table_of(Relation)
-T_CREL = table_of(ConceptRelation)
-T_FILES = table_of(File)
-T_SOURCES = table_of(Source)
 
 
 @dataclass(frozen=True)

@@ -38,13 +38,8 @@ from contextgraph.settings import Settings
 from contextgraph.store.dialect import greatest, least
 from contextgraph.store.dialect import total as float_total
 from contextgraph.store.meta import graph_version
-from contextgraph.store.models import ConceptRelation, Entity, File, Mention, table_of
+from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_MENTIONS
 from contextgraph.store.sqlcore import chunked, driver_sql
-
-T_CREL = table_of(ConceptRelation)
-T_ENTITIES = table_of(Entity)
-T_MENTIONS = table_of(Mention)
-T_FILES = table_of(File)
 
 MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
 

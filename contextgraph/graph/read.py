@@ -25,12 +25,7 @@ from contextgraph.store import db
 from contextgraph.store.dialect import greatest
 from contextgraph.store.identity import URI_PREFIX, content_hash, file_uri
 from contextgraph.store.meta import bump_version
-from contextgraph.store.models import Entity, File, Mention, Source, table_of
-
-T_FILES = table_of(File)
-T_SOURCES = table_of(Source)
-T_MENTIONS = table_of(Mention)
-T_ENTITIES = table_of(Entity)
+from contextgraph.store.models import T_ENTITIES, T_FILES, T_MENTIONS, T_SOURCES
 
 MAX_IDENTIFIER = 4096
 _ENCODED = re.compile(r"%(?:2e|2f|5c|00|25)", re.IGNORECASE)

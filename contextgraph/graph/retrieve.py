@@ -42,14 +42,9 @@ from contextgraph.graph.search import Candidate, ranked_matches
 from contextgraph.graph.stopwords import STOPWORDS
 from contextgraph.limits import MAX_QUERY_CHARS, RETRIEVE_BUDGET_TOKENS, RETRIEVE_K
 from contextgraph.settings import Settings
-from contextgraph.store.models import Entity, File, Mention, Relation, Source, table_of
+from contextgraph.store.models import T_ENTITIES, T_FILES, T_MENTIONS, T_REL, T_SOURCES
 from contextgraph.store.sqlcore import chunked
 
-T_FILES = table_of(File)
-T_SOURCES = table_of(Source)
-T_ENTITIES = table_of(Entity)
-T_REL = table_of(Relation)
-T_MENTIONS = table_of(Mention)
 # Aliases built once: building one per call costs SQLAlchemy more than the query costs SQLite.
 _SRC = T_ENTITIES.alias("src")
 _DST = T_ENTITIES.alias("dst")

@@ -21,9 +21,7 @@ from contextgraph.graph.ftsquery import Term
 from contextgraph.graph.search import Highlighter
 from contextgraph.graph.searchterms import body_start
 from contextgraph.store.identity import file_uri
-from contextgraph.store.models import File, table_of
-
-T_FILES = table_of(File)
+from contextgraph.store.models import T_FILES
 
 CHARS_PER_TOKEN = 4
 _SCAN_CHARS = 50_000  # of a file's text, read for the matched words of its "why"

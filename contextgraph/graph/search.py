@@ -72,11 +72,9 @@ from contextgraph.store import db
 from contextgraph.store.dialect import is_postgresql
 from contextgraph.store.fulltext import FullText, full_text, phrases
 from contextgraph.store.identity import file_uri
-from contextgraph.store.models import File, Source, table_of
+from contextgraph.store.models import T_FILES, T_SOURCES
 from contextgraph.store.sqlcore import driver_sql
 
-T_FILES = table_of(File)
-T_SOURCES = table_of(Source)
 _F = T_FILES.alias("f")  # aliased once: a fresh alias per call costs more than the query
 _S = T_SOURCES.alias("s")
 # bm25 weights of the index columns: title, text, search_meta, search_parts.

@@ -19,26 +19,17 @@ from sqlalchemy import (
 )
 
 from contextgraph.store.models import (
-    CommunityRun,
-    ConceptRelation,
-    Entity,
-    File,
-    Mention,
-    Relation,
-    Source,
-    table_of,
+    T_CREL,
+    T_ENTITIES,
+    T_FILES,
+    T_MENTIONS,
+    T_REL,
+    T_RUNS,
+    T_SOURCES,
 )
 
 if TYPE_CHECKING:
     from contextgraph.graph.communities import CommunityInfo, CommunityRunInfo
-
-T_FILES = table_of(File)
-T_ENTITIES = table_of(Entity)
-T_CREL = table_of(ConceptRelation)
-T_REL = table_of(Relation)
-T_SOURCES = table_of(Source)
-T_RUNS = table_of(CommunityRun)
-T_MENTIONS = table_of(Mention)
 
 
 def counts(conn: Connection) -> dict[str, Any]:

@@ -8,10 +8,7 @@ from contextgraph.graph.context import find_concept
 from contextgraph.graph.mermaid import MAX_EDGES, MermaidEdge, MermaidNode, render_flowchart
 from contextgraph.graph.neighbourhood import entity_names
 from contextgraph.limits import VISUALIZE_DEPTH, VISUALIZE_MAX_NODES
-from contextgraph.store.models import ConceptRelation, Entity, table_of
-
-T_ENTITIES = table_of(Entity)
-T_CREL = table_of(ConceptRelation)
+from contextgraph.store.models import T_CREL
 
 
 def visualize(conn: Connection, concept: str, *, depth: int = 2, max_nodes: int = 30) -> str:

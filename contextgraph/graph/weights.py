@@ -40,23 +40,14 @@ from contextgraph.settings import Settings
 from contextgraph.store import db, meta
 from contextgraph.store.dialect import qmark
 from contextgraph.store.models import (
-    ConceptRelation,
-    ConceptStrength,
-    Entity,
-    File,
-    Mention,
-    RelationWeight,
-    RelationWeightWindow,
-    table_of,
+    T_CREL,
+    T_ENTITIES,
+    T_FILES,
+    T_MENTIONS,
+    T_RW,
+    T_STRENGTHS,
+    T_WINDOWS,
 )
-
-T_RW = table_of(RelationWeight)
-T_WINDOWS = table_of(RelationWeightWindow)
-T_STRENGTHS = table_of(ConceptStrength)
-T_CREL = table_of(ConceptRelation)
-T_MENTIONS = table_of(Mention)
-T_FILES = table_of(File)
-T_ENTITIES = table_of(Entity)
 
 STATE_KEY = "relation_weights"
 REFRESHED_KEY = "relation_weights_at"  # epoch seconds of the instant the lists were computed for

@@ -23,9 +23,7 @@ import uuid
 from sqlalchemy import Connection, delete, select
 
 from contextgraph.store.dialect import name_of, upsert
-from contextgraph.store.models import Meta, table_of
-
-T_META = table_of(Meta)
+from contextgraph.store.models import T_META
 
 VERSION_KEY = "graph_version"
 NEXT_COMMUNITY_ID_KEY = "community_next_id"

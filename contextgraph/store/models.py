@@ -1,10 +1,15 @@
-"""The tables, in one place. Migrations in ``migrations/versions`` must create exactly these."""
+"""The tables, in one place. Migrations in ``migrations/versions`` must create exactly these.
+
+Plain SQLAlchemy Core ``Table`` objects: every query and write goes through Core, and importing
+``sqlalchemy.orm`` (declarative classes) would cost each CLI process about 80 ms for nothing.
+"""
 
 from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
     CheckConstraint,
+    Column,
     Float,
     ForeignKey,
     Index,
@@ -15,7 +20,6 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -25,6 +29,7 @@ NAMING = {
     "pk": "pk_%(table_name)s",
 }
 
+metadata = MetaData(naming_convention=NAMING)
 
 # Nanosecond mtimes and byte sizes outgrow PostgreSQL's 4-byte INTEGER; SQLite's INTEGER is
 # already 8 bytes, so its schema stays exactly as it was.
@@ -34,200 +39,171 @@ BigInt = Integer().with_variant(BigInteger(), "postgresql")
 Str = String().with_variant(String(collation="C"), "postgresql")
 LongText = Text().with_variant(Text(collation="C"), "postgresql")
 
+CASCADE = "CASCADE"
 
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING)
+# A registered root folder; its name is the host part of ``memory://`` URIs.
+T_SOURCES = Table(
+    "sources",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", Str, nullable=False, unique=True),
+    Column("root", Str, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
 
+# A note or code file of a source, with what change detection and decay need.
+T_FILES = Table(
+    "files",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("source_id", Integer, ForeignKey("sources.id", ondelete=CASCADE), nullable=False),
+    Column("path", Str, nullable=False),  # posix, relative to the source root
+    Column("kind", Str, nullable=False),  # note | code | config
+    Column("size", BigInt, nullable=False),
+    Column("mtime_ns", BigInt, nullable=False),
+    Column("hash", Str, nullable=False),
+    Column("title", Str),
+    Column("created", Float),  # frontmatter `created`, epoch seconds
+    Column("modified", Float, nullable=False),  # mtime, epoch seconds
+    Column("last_accessed", Float),  # set only by read()
+    Column("text", LongText),
+    Column("facts", LongText),  # parsed code facts (JSON), code files only
+    # Indexed beside title and text (contextgraph.graph.searchterms): what names the file, and
+    # the other spellings of its identifiers.
+    Column("search_meta", LongText),
+    Column("search_parts", LongText),
+    Column("concept_count", Integer, nullable=False, default=0),
+    Column("pairs", Integer, nullable=False, default=1),  # 0 when over max_concepts_per_file
+    Column("warning", Str),
+    UniqueConstraint("source_id", "path"),
+    Index("ix_files_hash", "hash"),
+)
 
-class Source(Base):
-    """A registered root folder; its name is the host part of ``memory://`` URIs."""
+# A node of the one graph: a concept, a code file, a code symbol or an external package.
+T_ENTITIES = Table(
+    "entities",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("kind", Str, nullable=False),  # concept | file | symbol | package
+    Column("key", Str, nullable=False),
+    Column("name", Str, nullable=False),
+    Column("name_lower", Str, nullable=False),
+    Column("file_id", Integer, ForeignKey("files.id", ondelete=CASCADE)),
+    Column("path", Str),  # source-relative path of code entities
+    Column("community_id", Integer),
+    UniqueConstraint("kind", "key"),
+    Index("ix_entities_name_lower", "name_lower"),
+    Index("ix_entities_file_id", "file_id"),
+    Index("ix_entities_community_id", "community_id"),
+)
 
-    __tablename__ = "sources"
-    id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(Str, unique=True)
-    root: Mapped[str] = mapped_column(Str)
-    created_at: Mapped[float] = mapped_column(Float)
+# How often one note links one concept.
+T_MENTIONS = Table(
+    "mentions",
+    metadata,
+    Column("file_id", Integer, ForeignKey("files.id", ondelete=CASCADE), primary_key=True),
+    Column("concept_id", Integer, ForeignKey("entities.id", ondelete=CASCADE), primary_key=True),
+    Column("count", Integer, nullable=False),
+    Index("ix_mentions_concept_id_file_id", "concept_id", "file_id"),
+    sqlite_with_rowid=False,
+)
 
+# An unordered co-occurrence edge, stored once with ``a_id < b_id``.
+#
+# Its source files (provenance) are the notes whose ``mentions`` hold both concepts, a join
+# over two indexes (the view ``relation_files`` spells it out). Storing the pairs once more per
+# file would roughly triple the rows a sync writes (394k extra at 10,000 notes) and no query
+# needs them: BuildContext aggregates co-occurrence and decay straight from the mentions.
+T_CREL = Table(
+    "concept_relations",
+    metadata,
+    Column("a_id", Integer, ForeignKey("entities.id", ondelete=CASCADE), primary_key=True),
+    Column("b_id", Integer, ForeignKey("entities.id", ondelete=CASCADE), primary_key=True),
+    Column("count", Integer, nullable=False),
+    CheckConstraint("a_id < b_id", name="ordered"),
+    Index("ix_concept_relations_b_id_a_id", "b_id", "a_id"),
+    sqlite_with_rowid=False,
+)
 
-class File(Base):
-    """A note or code file of a source, with what change detection and decay need."""
+# A directed, typed, weighted code relation (imports, defines, inherits, references, ...).
+T_REL = Table(
+    "relations",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("src_id", Integer, ForeignKey("entities.id", ondelete=CASCADE), nullable=False),
+    Column("dst_id", Integer, ForeignKey("entities.id", ondelete=CASCADE), nullable=False),
+    Column("type", Str, nullable=False),
+    Column("weight", Float, nullable=False),
+    Column("file_id", Integer, ForeignKey("files.id", ondelete=CASCADE), nullable=False),
+    UniqueConstraint("src_id", "dst_id", "type"),
+    Index("ix_relations_dst_id", "dst_id"),
+    Index("ix_relations_file_id", "file_id"),
+)
 
-    __tablename__ = "files"
-    __table_args__ = (
-        UniqueConstraint("source_id", "path"),
-        Index("ix_files_hash", "hash"),
-    )
-    id: Mapped[int] = mapped_column(primary_key=True)
-    source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"))
-    path: Mapped[str] = mapped_column(Str)  # posix, relative to the source root
-    kind: Mapped[str] = mapped_column(Str)  # note | code | config
-    size: Mapped[int] = mapped_column(BigInt)
-    mtime_ns: Mapped[int] = mapped_column(BigInt)
-    hash: Mapped[str] = mapped_column(Str)
-    title: Mapped[str | None] = mapped_column(Str)
-    created: Mapped[float | None] = mapped_column(Float)  # frontmatter `created`, epoch seconds
-    modified: Mapped[float] = mapped_column(Float)  # mtime, epoch seconds
-    last_accessed: Mapped[float | None] = mapped_column(Float)  # set only by read()
-    text: Mapped[str | None] = mapped_column(LongText)
-    facts: Mapped[str | None] = mapped_column(LongText)  # parsed code facts (JSON), code files only
-    # Indexed beside title and text (contextgraph.graph.searchterms): what names the file, and the
-    # other spellings of its identifiers.
-    search_meta: Mapped[str | None] = mapped_column(LongText)
-    search_parts: Mapped[str | None] = mapped_column(LongText)
-    concept_count: Mapped[int] = mapped_column(Integer, default=0)
-    pairs: Mapped[int] = mapped_column(Integer, default=1)  # 0 when over max_concepts_per_file
-    warning: Mapped[str | None] = mapped_column(Str)
+# One community detection run, as recorded for ``contextgraph communities``.
+T_RUNS = Table(
+    "community_runs",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("algorithm", Str, nullable=False),
+    Column("resolution", Float, nullable=False),
+    Column("seed", Integer, nullable=False),
+    Column("modularity", Float, nullable=False),
+    Column("node_count", Integer, nullable=False),
+    Column("edge_count", Integer, nullable=False),
+    Column("community_count", Integer, nullable=False),
+    Column("seconds", Float, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
 
+# A community of the latest run; its id is kept stable across runs.
+T_COMMUNITIES = Table(
+    "communities",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("size", Integer, nullable=False),
+)
 
-class Entity(Base):
-    """A node of the one graph: a concept, a code file, a code symbol or an external package."""
+# Small key/value facts about the store (e.g. whether communities are stale). Only
+# contextgraph.store.meta reads or writes it.
+T_META = Table(
+    "meta",
+    metadata,
+    Column("key", Str, primary_key=True),
+    Column("value", Str, nullable=False),
+)
 
-    __tablename__ = "entities"
-    __table_args__ = (
-        UniqueConstraint("kind", "key"),
-        Index("ix_entities_name_lower", "name_lower"),
-        Index("ix_entities_file_id", "file_id"),
-        Index("ix_entities_community_id", "community_id"),
-    )
-    id: Mapped[int] = mapped_column(primary_key=True)
-    kind: Mapped[str] = mapped_column(Str)  # concept | file | symbol | package
-    key: Mapped[str] = mapped_column(Str)
-    name: Mapped[str] = mapped_column(Str)
-    name_lower: Mapped[str] = mapped_column(Str)
-    file_id: Mapped[int | None] = mapped_column(ForeignKey("files.id", ondelete="CASCADE"))
-    path: Mapped[str | None] = mapped_column(Str)  # source-relative path of code entities
-    community_id: Mapped[int | None] = mapped_column(Integer)
+# Precomputed: one concept's neighbours in BuildContext's rank order, with their weight sums.
+#
+# Derived from ``mentions`` and the decay weights at one instant (contextgraph.graph.weights);
+# valid only for the graph version and settings recorded in ``meta`` and, per concept, within
+# its ``relation_weight_windows`` row. Readers that find it stale compute on the fly.
+T_RW = Table(
+    "relation_weights",
+    metadata,
+    Column("concept_id", Integer, primary_key=True, autoincrement=False),
+    Column("rank", Integer, primary_key=True, autoincrement=False),
+    Column("other_id", Integer, nullable=False),
+    Column("count", Integer, nullable=False),
+    Column("total", Float, nullable=False),
+    Column("name", String, nullable=False),
+    Column("community_id", Integer),
+    sqlite_with_rowid=False,
+)
 
+# The instants between which no note of the concept changes its decay weight.
+T_WINDOWS = Table(
+    "relation_weight_windows",
+    metadata,
+    Column("concept_id", Integer, primary_key=True, autoincrement=False),
+    Column("valid_from", Float, nullable=False),
+    Column("valid_until", Float, nullable=False),
+)
 
-class Mention(Base):
-    """How often one note links one concept."""
-
-    __tablename__ = "mentions"
-    __table_args__ = (
-        Index("ix_mentions_concept_id_file_id", "concept_id", "file_id"),
-        {"sqlite_with_rowid": False},
-    )
-    file_id: Mapped[int] = mapped_column(
-        ForeignKey("files.id", ondelete="CASCADE"), primary_key=True
-    )
-    concept_id: Mapped[int] = mapped_column(
-        ForeignKey("entities.id", ondelete="CASCADE"), primary_key=True
-    )
-    count: Mapped[int] = mapped_column(Integer)
-
-
-class ConceptRelation(Base):
-    """An unordered co-occurrence edge, stored once with ``a_id < b_id``.
-
-    Its source files (provenance) are the notes whose ``mentions`` hold both concepts, a join
-    over two indexes (the view ``relation_files`` spells it out). Storing the pairs once more per
-    file would roughly triple the rows a sync writes (394k extra at 10,000 notes) and no query
-    needs them: BuildContext aggregates co-occurrence and decay straight from the mentions.
-    """
-
-    __tablename__ = "concept_relations"
-    __table_args__ = (
-        CheckConstraint("a_id < b_id", name="ordered"),
-        Index("ix_concept_relations_b_id_a_id", "b_id", "a_id"),
-        {"sqlite_with_rowid": False},
-    )
-    a_id: Mapped[int] = mapped_column(
-        ForeignKey("entities.id", ondelete="CASCADE"), primary_key=True
-    )
-    b_id: Mapped[int] = mapped_column(
-        ForeignKey("entities.id", ondelete="CASCADE"), primary_key=True
-    )
-    count: Mapped[int] = mapped_column(Integer)
-
-
-class Relation(Base):
-    """A directed, typed, weighted code relation (imports, defines, inherits, references, ...)."""
-
-    __tablename__ = "relations"
-    __table_args__ = (
-        UniqueConstraint("src_id", "dst_id", "type"),
-        Index("ix_relations_dst_id", "dst_id"),
-        Index("ix_relations_file_id", "file_id"),
-    )
-    id: Mapped[int] = mapped_column(primary_key=True)
-    src_id: Mapped[int] = mapped_column(ForeignKey("entities.id", ondelete="CASCADE"))
-    dst_id: Mapped[int] = mapped_column(ForeignKey("entities.id", ondelete="CASCADE"))
-    type: Mapped[str] = mapped_column(Str)
-    weight: Mapped[float] = mapped_column(Float)
-    file_id: Mapped[int] = mapped_column(ForeignKey("files.id", ondelete="CASCADE"))
-
-
-class CommunityRun(Base):
-    """One community detection run, as recorded for ``contextgraph communities``."""
-
-    __tablename__ = "community_runs"
-    id: Mapped[int] = mapped_column(primary_key=True)
-    algorithm: Mapped[str] = mapped_column(Str)
-    resolution: Mapped[float] = mapped_column(Float)
-    seed: Mapped[int] = mapped_column(Integer)
-    modularity: Mapped[float] = mapped_column(Float)
-    node_count: Mapped[int] = mapped_column(Integer)
-    edge_count: Mapped[int] = mapped_column(Integer)
-    community_count: Mapped[int] = mapped_column(Integer)
-    seconds: Mapped[float] = mapped_column(Float)
-    created_at: Mapped[float] = mapped_column(Float)
-
-
-class Community(Base):
-    """A community of the latest run; its id is kept stable across runs."""
-
-    __tablename__ = "communities"
-    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-    size: Mapped[int] = mapped_column(Integer)
-
-
-class Meta(Base):
-    """Small key/value facts about the store (e.g. whether communities are stale)."""
-
-    __tablename__ = "meta"
-    key: Mapped[str] = mapped_column(Str, primary_key=True)
-    value: Mapped[str] = mapped_column(Str)
-
-
-class RelationWeight(Base):
-    """Precomputed: one concept's neighbours in BuildContext's rank order, with their weight sums.
-
-    Derived from ``mentions`` and the decay weights at one instant
-    (:mod:`contextgraph.graph.weights`);
-    valid only for the graph version and settings recorded in ``meta`` and, per concept, within
-    its ``relation_weight_windows`` row. Readers that find it stale compute on the fly.
-    """
-
-    __tablename__ = "relation_weights"
-    __table_args__ = ({"sqlite_with_rowid": False},)
-    concept_id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-    rank: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-    other_id: Mapped[int] = mapped_column(Integer)
-    count: Mapped[int] = mapped_column(Integer)
-    total: Mapped[float] = mapped_column(Float)
-    name: Mapped[str] = mapped_column(String)
-    community_id: Mapped[int | None] = mapped_column(Integer)
-
-
-class RelationWeightWindow(Base):
-    """The instants between which no note of the concept changes its decay weight."""
-
-    __tablename__ = "relation_weight_windows"
-    concept_id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-    valid_from: Mapped[float] = mapped_column(Float)
-    valid_until: Mapped[float] = mapped_column(Float)
-
-
-class ConceptStrength(Base):
-    """Precomputed with the relation weights: a concept's weighted degree (sum of its counts)."""
-
-    __tablename__ = "concept_strengths"
-    concept_id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-    strength: Mapped[int] = mapped_column(Integer)
-
-
-def table_of(model: type[Base]) -> Table:
-    """The Core ``Table`` of a model, typed as such (``__table__`` is typed as a FromClause)."""
-    table = model.__table__
-    assert isinstance(table, Table)
-    return table
+# Precomputed with the relation weights: a concept's weighted degree (sum of its counts).
+T_STRENGTHS = Table(
+    "concept_strengths",
+    metadata,
+    Column("concept_id", Integer, primary_key=True, autoincrement=False),
+    Column("strength", Integer, nullable=False),
+)

@@ -13,9 +13,7 @@ from sqlalchemy import Connection, Engine, insert, select
 
 from contextgraph.errors import InvalidArgument, NotFound, SourceError
 from contextgraph.store import db
-from contextgraph.store.models import Source, table_of
-
-T_SOURCES = table_of(Source)
+from contextgraph.store.models import T_SOURCES
 
 _NAME_RE = re.compile(r"^[^/\\\x00-\x1f]{1,200}$")
 

@@ -36,16 +36,11 @@ from contextgraph.settings import Settings
 from contextgraph.store.dialect import SQLITE, insert_ignore, name_of, upsert
 from contextgraph.store.fulltext import index_files
 from contextgraph.store.meta import bump_version
-from contextgraph.store.models import ConceptRelation, Entity, File, Mention, table_of
+from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_MENTIONS
 from contextgraph.store.sqlcore import chunked, driver_sql
 
 if TYPE_CHECKING:
     from contextgraph.sync.ingest import Prepared
-
-T_FILES = table_of(File)
-T_ENTITIES = table_of(Entity)
-T_MENTIONS = table_of(Mention)
-T_CREL = table_of(ConceptRelation)
 
 
 # --- what to do with one file -----------------------------------------------------------------

@@ -14,13 +14,8 @@ from sqlalchemy import Engine, delete, false, insert, select
 
 from contextgraph.code import CodeParseError, FileFacts, build_graph, parse_code
 from contextgraph.store import db, meta
-from contextgraph.store.models import Entity, File, Relation, Source, table_of
+from contextgraph.store.models import T_ENTITIES, T_FILES, T_REL
 from contextgraph.store.sqlcore import chunked
-
-T_FILES = table_of(File)
-T_ENTITIES = table_of(Entity)
-T_REL = table_of(Relation)
-T_SOURCES = table_of(Source)
 
 
 def _entity_key(source_id: int, kind: str, key: str) -> str:

@@ -27,7 +27,7 @@ from sqlalchemy import table as table_clause
 from contextgraph.errors import CorruptDatabase
 from contextgraph.store import meta
 from contextgraph.store.dialect import is_postgresql
-from contextgraph.store.models import ConceptRelation, Mention, table_of
+from contextgraph.store.models import T_CREL, T_MENTIONS
 
 COLD_LOAD = "cold-load"  # the stale mark; its value: {name: SQL} of the objects dropped
 _TRIGGER = "files_fts_insert"  # the full-text insert trigger (migration 0003)
@@ -82,7 +82,7 @@ def restore(conn: Connection) -> None:
 
 
 def _model_indexes() -> list[Index]:
-    tables = (table_of(ConceptRelation), table_of(Mention))
+    tables = (T_CREL, T_MENTIONS)
     return [index for t in tables for index in t.indexes if index.name in _INDEXES]
 
 

@@ -29,7 +29,7 @@ from contextgraph.graph.stats import counts
 from contextgraph.settings import Settings
 from contextgraph.store import db, meta
 from contextgraph.store.dialect import is_postgresql
-from contextgraph.store.models import File, Source, table_of
+from contextgraph.store.models import T_FILES, T_SOURCES
 from contextgraph.store.sources import SourceInfo, list_sources
 from contextgraph.sync import coldload
 from contextgraph.sync.apply import (
@@ -45,9 +45,6 @@ from contextgraph.sync.apply import (
 )
 from contextgraph.sync.ingest import Job, Prepared, prepare
 from contextgraph.sync.scan import SKIPPED_DIRS, ScannedFile, file_kind, scan
-
-T_FILES = table_of(File)
-T_SOURCES = table_of(Source)
 
 POOL_THRESHOLD = 400  # files to extract before a process pool pays for its start-up
 

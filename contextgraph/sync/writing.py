@@ -31,15 +31,10 @@ from contextgraph.limits import EDIT_COUNT, MAX_PATH_CHARS
 from contextgraph.settings import Settings
 from contextgraph.store import db
 from contextgraph.store.identity import URI_PREFIX, content_hash, file_uri
-from contextgraph.store.models import Entity, File, Mention, Source, table_of
+from contextgraph.store.models import T_ENTITIES, T_FILES, T_MENTIONS, T_SOURCES
 from contextgraph.store.sources import SourceInfo, get_source, list_sources
 from contextgraph.sync.run import SyncReport, lock_database, sync_paths
 from contextgraph.sync.scan import SKIPPED_DIRS, file_kind
-
-T_FILES = table_of(File)
-T_MENTIONS = table_of(Mention)
-T_ENTITIES = table_of(Entity)
-T_SOURCES = table_of(Source)
 
 Action = Literal["created", "replaced", "edited", "unchanged", "moved", "deleted"]
 OPERATIONS: tuple[str, ...] = ("append", "prepend", "replace_text", "replace_section")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from alembic import context
 
 from contextgraph.store.db import make_engine, write
-from contextgraph.store.models import Base
+from contextgraph.store.models import metadata
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata = metadata
 
 
 def _include_name(name: str | None, type_: str, _parent: object) -> bool:
