@@ -39,7 +39,7 @@ from contextgraph.store.dialect import greatest, least
 from contextgraph.store.dialect import total as float_total
 from contextgraph.store.meta import graph_version
 from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_MENTIONS
-from contextgraph.store.sqlcore import chunked, driver_sql
+from contextgraph.store.sqlcore import ByIds, chunked, driver_sql
 
 MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
 
@@ -167,13 +167,10 @@ class Neighbourhoods:
         ids = list(ids)
         cache = self.state.adjacency
         missing = self.unread_adjacencies(ids)
-        for start in range(0, len(missing), 500):
-            chunk = missing[start : start + 500]
+        for chunk in chunked(missing):
             found: dict[int, dict[int, int]] = {c: {} for c in chunk}
-            cr = T_CREL
-            for mine, other in ((cr.c.a_id, cr.c.b_id), (cr.c.b_id, cr.c.a_id)):
-                rows = self.conn.execute(select(mine, other, cr.c.count).where(mine.in_(chunk)))
-                for c, n, w in rows:
+            for side in _RELATIONS_OF:
+                for c, n, w in side.rows(self.conn, chunk):
                     found[int(c)][int(n)] = int(w)
             for c, around in found.items():
                 cache[c] = around
@@ -430,16 +427,7 @@ class Neighbourhoods:
 
 def entity_names(conn: Connection, ids: list[int]) -> dict[int, tuple[str, int | None]]:
     """id -> (name, community id) of the given entities."""
-    out: dict[int, tuple[str, int | None]] = {}
-    for chunk in chunked(ids):
-        rows = conn.execute(
-            select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id).where(
-                T_ENTITIES.c.id.in_(chunk)
-            )
-        )
-        for eid, name, community in rows:
-            out[int(eid)] = (name, community)
-    return out
+    return {int(eid): (name, community) for eid, name, community in _NAMES.rows(conn, ids)}
 
 
 def weighted_score(edge: tuple[int, float]) -> float:
@@ -459,6 +447,15 @@ def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
     )
     return joined, m1, m2, f
 
+
+_NAMES = ByIds(
+    select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id), T_ENTITIES.c.id
+)
+# A concept's relations from either end: (concept, neighbour, count).
+_RELATIONS_OF = (
+    ByIds(select(T_CREL.c.a_id, T_CREL.c.b_id, T_CREL.c.count), T_CREL.c.a_id),
+    ByIds(select(T_CREL.c.b_id, T_CREL.c.a_id, T_CREL.c.count), T_CREL.c.b_id),
+)
 
 _COUNTS = union_all(
     select(T_CREL.c.b_id, T_CREL.c.count).where(
