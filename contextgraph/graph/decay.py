@@ -45,12 +45,18 @@ def reference_sql(files: FromClause) -> ColumnElement[float]:
     return greatest(func.coalesce(files.c.last_accessed, base), base)
 
 
-def age_sql(reference: ColumnElement[float], now: float) -> ColumnElement[float]:
-    """SQL for :func:`age_days` of a reference-time expression."""
-    return func.floor((literal(now, Float) - reference) / SECONDS_PER_DAY)
+def age_sql(
+    reference: ColumnElement[float], now: float | ColumnElement[float]
+) -> ColumnElement[float]:
+    """SQL for :func:`age_days` of a reference-time expression (``now`` a value or a bound
+    parameter)."""
+    at = now if isinstance(now, ColumnElement) else literal(now, Float)
+    return func.floor((at - reference) / SECONDS_PER_DAY)
 
 
-def weight_sql(files: FromClause, now: float, settings: Settings) -> ColumnElement[float]:
+def weight_sql(
+    files: FromClause, now: float | ColumnElement[float], settings: Settings
+) -> ColumnElement[float]:
     """SQL computing :func:`weight` for each row of ``files``; same numbers as the Python one."""
     age = age_sql(reference_sql(files), now)
     grace = literal(settings.grace_days, Float)

@@ -34,6 +34,7 @@ by ``tests/test_ftsquery.py``.
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -218,6 +219,13 @@ def _parts(tokens: list[str], spellings: tuple[str, ...]) -> tuple[str, ...]:
 
 def query_terms(query: str) -> list[Term]:
     """The words and phrases of ``query``, each once; stopwords go when other words remain."""
+    return list(_query_terms(query))
+
+
+@functools.lru_cache(maxsize=1024)
+def _query_terms(query: str) -> tuple[Term, ...]:
+    """:func:`query_terms`, remembered: a search reads them twice (its match and its snippets),
+    a retrieval more often, and the spellings cost as much as a short statement."""
     terms: list[Term] = []
     seen: set[str] = set()
     for segment, phrase in _segments_with_kind(_clean(query)):
@@ -234,7 +242,7 @@ def query_terms(query: str) -> list[Term]:
             spellings = _spellings(tokens)
             terms.append(Term(typed, spellings, False, _parts(tokens, spellings)))
     content = [t for t in terms if t.phrase or t.text.lower() not in STOPWORDS]
-    return content or terms
+    return tuple(content or terms)
 
 
 def build_match(query: str, *, all_words: bool = False) -> str | None:

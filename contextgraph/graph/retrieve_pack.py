@@ -10,6 +10,7 @@ a seed's concepts.
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -164,16 +165,12 @@ def _code_excerpt(text: str, facts: str | None, highlighter: Highlighter) -> str
     symbols = _symbol_lines(facts)
     if not symbols:
         return "\n".join(lines[:MAX_EXCERPT_LINES])
-    offsets = [0]
-    for raw in lines:
-        offsets.append(offsets[-1] + len(raw) + 1)  # splitlines dropped one separator
-    starts = [offsets[s] for s in range(len(lines))]
+    # Where each line starts (splitlines dropped one separator), summed in C.
+    starts = [0, *itertools.accumulate(len(raw) + 1 for raw in lines)][: len(lines)]
     per_line = [0] * (len(lines) + 1)
     for begin, _ in highlighter.spans(text):
         per_line[bisect.bisect_right(starts, begin) - 1] += 1
-    cumulative = [0]
-    for n in per_line:
-        cumulative.append(cumulative[-1] + n)
+    cumulative = [0, *itertools.accumulate(per_line)]
     symbol_starts = sorted({line for _, line in symbols})
     scored: list[tuple[int, int, str]] = []
     for qualname, line in symbols:

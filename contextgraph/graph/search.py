@@ -28,19 +28,22 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    Float,
+    FromClause,
+    Integer,
     Row,
     Select,
+    String,
     bindparam,
     case,
     func,
-    literal,
     literal_column,
     null,
     or_,
@@ -49,7 +52,7 @@ from sqlalchemy import (
 
 from contextgraph.errors import InvalidArgument, NotFound
 from contextgraph.graph.decay import SECONDS_PER_DAY, weight_sql
-from contextgraph.graph.ftsquery import Term, build_match, query_terms
+from contextgraph.graph.ftsquery import build_match, query_terms
 from contextgraph.graph.read import check_relative
 from contextgraph.graph.searchbounds import (
     FTS_NAME,
@@ -61,16 +64,18 @@ from contextgraph.graph.searchbounds import (
     bm25_bounds,
     fts_counts,
     fts_row_count,
+    lite_rows,
     oldest_age,
     quoted,
     weight_at_age,
 )
-from contextgraph.graph.searchterms import body_start, camel_parts, display_title
+from contextgraph.graph.searchterms import display_title
+from contextgraph.graph.snippet import SNIPPET_CHARS, Highlighter
 from contextgraph.limits import MAX_QUERY_CHARS, SEARCH_LIMIT, SEARCH_PAGE
 from contextgraph.settings import Settings
 from contextgraph.store import db
 from contextgraph.store.dialect import is_postgresql
-from contextgraph.store.fulltext import FullText, full_text, phrases
+from contextgraph.store.fulltext import FullText, full_text, phrases, sqlite_full_text
 from contextgraph.store.identity import file_uri
 from contextgraph.store.models import T_FILES, T_SOURCES
 from contextgraph.store.sqlcore import driver_sql
@@ -79,7 +84,6 @@ _F = T_FILES.alias("f")  # aliased once: a fresh alias per call costs more than 
 _S = T_SOURCES.alias("s")
 # bm25 weights of the index columns: title, text, search_meta, search_parts.
 COLUMN_WEIGHTS = (4.0, 1.0, 4.0, 1.0)
-SNIPPET_CHARS = 200
 _SNIPPET_SCAN = 20_000  # characters of a body searched for the snippet's matches
 MIN_CANDIDATES = 64
 # Below this many matches, scoring them all costs less than proving a page from recent files.
@@ -172,20 +176,36 @@ def ranked_matches(
     folder: str | None = None,
     kind: str | None = None,
 ) -> tuple[list[Candidate], int]:
-    """The ``top`` best matches of an FTS5 expression by bm25 × decay, and the match count."""
+    """The ``top`` best matches of an FTS5 expression by bm25 × decay, and the match count.
+
+    Every value of a search is a bound parameter of its statements, so on SQLite each statement
+    is built and compiled once per shape (filters given, settings) and then run at the driver
+    level (:func:`contextgraph.graph.searchbounds.lite_rows`): Core's per-call building,
+    cache-key and parameter work cost about as much as FTS5's own.
+    """
     f, s = _F, _S
-    fts = full_text(conn, match, f, COLUMN_WEIGHTS)
+    lite = not is_postgresql(conn)
+    n = max(MIN_CANDIDATES, 2 * top)
+    values: dict[str, Any] = {"now": now, "top": top, "n": n}
+    if lite:
+        fts = sqlite_full_text(bindparam("match", type_=String), f, COLUMN_WEIGHTS)
+        values["match"] = match
+    else:
+        fts = full_text(conn, match, f, COLUMN_WEIGHTS)
     conditions: list[ColumnElement[bool]] = [fts.match]
     if source is not None:
-        conditions.append(s.c.name == source)
+        conditions.append(s.c.name == bindparam("source", type_=String))
+        values["source"] = source
     if kind is not None:
-        conditions.append(f.c.kind == kind)
+        conditions.append(f.c.kind == bindparam("kind", type_=String))
+        values["kind"] = kind
     if folder is not None and folder.strip("/ "):
         prefix = check_relative(folder.strip("/ "))
-        conditions.append(f.c.path.like(db.escape_like(prefix) + "/%", escape="\\"))
-    ranking = _Ranking(conn, fts, conditions, now, settings)
-    n = max(MIN_CANDIDATES, 2 * top)
-    if top > 0 and not is_postgresql(conn):
+        conditions.append(f.c.path.like(bindparam("folder", type_=String), escape="\\"))
+        values["folder"] = db.escape_like(prefix) + "/%"
+    shape = (settings, source is not None, kind is not None, "folder" in values)
+    ranking = _Ranking(conn, fts, conditions, now, settings, values=values, shape=shape)
+    if top > 0 and lite:
         ranked = ranking.recent_first(match, top, n, filtered=len(conditions) > 1)
         if ranked is not None:
             return ranked
@@ -195,8 +215,17 @@ def ranked_matches(
     return ranking.best_bm25_first(top, n), total
 
 
+_NOW = bindparam("now", type_=Float)
+_SINCE = bindparam("since", type_=Float)
+
+
 class _Ranking:
-    """The statements that rank the matches of one search (see the module docstring)."""
+    """The statements that rank the matches of one search (see the module docstring).
+
+    A statement is built only by the function handed to :meth:`fetch`, from bound parameters
+    alone (``values`` holds what they are bound to; ``shape`` is everything else a statement's
+    text depends on), so a compiled text can serve every search of the same shape.
+    """
 
     def __init__(
         self,
@@ -205,15 +234,32 @@ class _Ranking:
         conditions: list[ColumnElement[bool]],
         now: float,
         settings: Settings,
+        *,
+        values: dict[str, Any],
+        shape: tuple[Any, ...],
     ) -> None:
         self.conn, self.fts, self.conditions = conn, fts, conditions
         self.now, self.settings = now, settings
-        self.joined = fts.joined.join(_S, _S.c.id == _F.c.source_id)
+        self.values, self.shape = values, shape
+        self.lite = not is_postgresql(conn)
+
+    def fetch(self, name: str, build: Callable[[], Select[Any]]) -> Sequence[Row[Any]]:
+        """The rows of the statement ``build()`` (named ``name`` among this search's)."""
+        if self.lite:
+            return lite_rows(self.conn, (name, *self.shape), build, self.values)
+        return self.conn.execute(build(), self.values).all()
+
+    @functools.cached_property
+    def joined(self) -> FromClause:
+        return self.fts.joined.join(_S, _S.c.id == _F.c.source_id)
 
     def count(self) -> int:
         """The matches that pass the filters, each with its file and source row."""
-        query = select(func.count()).select_from(self.joined).where(*self.conditions)
-        return int(self.conn.execute(query).scalar_one())
+        rows = self.fetch(
+            "count",
+            lambda: select(func.count()).select_from(self.joined).where(*self.conditions),
+        )
+        return int(rows[0][0])
 
     @functools.cached_property
     def columns(self) -> tuple[ColumnElement[Any], ...]:
@@ -234,7 +280,7 @@ class _Ranking:
 
     @functools.cached_property
     def decay(self) -> ColumnElement[float]:
-        return weight_sql(_F, self.now, self.settings)
+        return weight_sql(_F, _NOW, self.settings)
 
     @functools.cached_property
     def query(self) -> Select[Any]:
@@ -244,34 +290,28 @@ class _Ranking:
     def by_score(self) -> tuple[ColumnElement[Any], ...]:
         return ((-self.bm25 * self.decay).desc(), _F.c.path, _S.c.name)
 
-    def run(self, query: Select[Any]) -> list[Candidate]:
-        """The rows of ``query`` scored, best first (ties by path, then source)."""
-        return _scored(self.conn.execute(query).all())
+    def run(self, name: str, build: Callable[[], Select[Any]]) -> list[Candidate]:
+        """The rows of ``build()`` scored, best first (ties by path, then source)."""
+        return _scored(self.fetch(name, build))
 
-    def recent_first(
-        self, match: str, top: int, n: int, *, filtered: bool
-    ) -> tuple[list[Candidate], int] | None:
-        """The exact ``top`` and the match count, or None when recent files prove no page.
+    def window(self, *, filtered: bool, rare: bool) -> Select[Any]:
+        """The best ``top`` matches among files read or dated since ``since`` (and files holding
+        a ``rare`` phrase), ordering first, unfiltered, any match without its file or source.
 
-        Unfiltered, the count is FTS5's own (no join), and each window scans every match with
-        outer joins, ordering first any match without its file or source row: an index out of
-        step with the files then shows, and the count is taken the joined way instead.
+        Unfiltered, each window scans every match with outer joins: an index out of step with
+        the files then shows, and the count is taken the joined way instead.
         """
-        if self.sample_says_rank_otherwise(FIRST_WINDOW_WEIGHT):
-            return None
-        counts = fts_counts(self.conn, match)
-        if counts is None or counts.matches <= max(RECENT_FIRST_MIN_MATCHES, n):
-            return None  # few matches: scoring them all is cheaper than a proof
-        bounds = counts.bounds(phrases(match), rare_below=counts.matches * RARE_SHARE)
         f, s = _F, _S
-        rare: ColumnElement[bool] | None = None
-        if bounds.rare:  # files holding a rare phrase are scored whatever their age
-            rare_match = " OR ".join(quoted(p) for p in bounds.rare)
-            holding = select(FTS_ROWID).where(FTS_NAME.op("MATCH")(literal(rare_match)))
-            rare = f.c.id.in_(holding.correlate(None).scalar_subquery())
-        order = self.by_score
+        window: list[ColumnElement[bool]] = [
+            f.c.last_accessed >= _SINCE,
+            func.coalesce(f.c.created, f.c.modified) >= _SINCE,
+        ]
+        if rare:  # files holding a rare phrase are scored whatever their age
+            where = FTS_NAME.op("MATCH")(bindparam("rare", type_=String))
+            holding = select(FTS_ROWID).where(where)
+            window.append(f.c.id.in_(holding.correlate(None).scalar_subquery()))
         if filtered:
-            base, total = self.query, self.count()
+            base, order = self.query, self.by_score
         else:
             outer = FTS_TABLE.outerjoin(f, f.c.id == FTS_ROWID).outerjoin(
                 s, s.c.id == f.c.source_id
@@ -279,7 +319,7 @@ class _Ranking:
             # Let through on the file row (the source is joined only for the window's files),
             # then told apart by the joined rows.
             known = select(T_SOURCES.c.id).scalar_subquery()
-            orphan = or_(f.c.id.is_(None), f.c.source_id.not_in(known))
+            window.append(or_(f.c.id.is_(None), f.c.source_id.not_in(known)))
             lost = or_(f.c.id.is_(None), s.c.id.is_(None))
 
             def scored(value: ColumnElement[Any]) -> ColumnElement[Any]:
@@ -289,21 +329,34 @@ class _Ranking:
             columns += (scored(self.decay).label("decay"),)
             base = select(*columns).select_from(outer).where(*self.conditions)
             order = (lost.desc(), scored(-self.bm25 * self.decay).desc(), *self.by_score[1:])
-            total = counts.matches
+        return base.where(or_(*window)).order_by(*order).limit(bindparam("top", type_=Integer))
+
+    def recent_first(
+        self, match: str, top: int, n: int, *, filtered: bool
+    ) -> tuple[list[Candidate], int] | None:
+        """The exact ``top`` and the match count, or None when recent files prove no page.
+
+        Unfiltered, the count is FTS5's own (no join); see :meth:`window`.
+        """
+        if self.sample_says_rank_otherwise(FIRST_WINDOW_WEIGHT):
+            return None
+        counts = fts_counts(self.conn, match)
+        if counts is None or counts.matches <= max(RECENT_FIRST_MIN_MATCHES, n):
+            return None  # few matches: scoring them all is cheaper than a proof
+        bounds = counts.bounds(phrases(match), rare_below=counts.matches * RARE_SHARE)
+        if bounds.rare:
+            self.values["rare"] = " OR ".join(quoted(p) for p in bounds.rare)
+        total = self.count() if filtered else counts.matches
+        name = f"window{int(filtered)}{int(bool(bounds.rare))}"
+        build = functools.partial(self.window, filtered=filtered, rare=bool(bounds.rare))
         least = FIRST_WINDOW_WEIGHT
         for _ in range(WINDOW_ROUNDS):
             age = oldest_age(least, self.now, self.settings)
             # Every file of age <= ``age`` is in the window (a day to spare), so every file left
             # out is at least ``age + 1`` days old. Past 2**40 days the window is every file.
             since = self.now - (age + 2) * SECONDS_PER_DAY if age is not None else -math.inf
-            window = [
-                f.c.last_accessed >= since,
-                func.coalesce(f.c.created, f.c.modified) >= since,
-                *([rare] if rare is not None else []),
-                *([] if filtered else [orphan]),
-            ]
-            query = base.where(or_(*window)).order_by(*order).limit(top)
-            rows = self.conn.execute(query).all()
+            self.values["since"] = since
+            rows = self.fetch(name, build)
             if any(r.id is None or r.name is None for r in rows):
                 return None  # a match without its file or source: count the joined way
             found = _scored(rows)
@@ -330,9 +383,10 @@ class _Ranking:
         """
         f = _F
         sample = select(f.c.last_accessed, f.c.created, f.c.modified)
-        rows = self.conn.execute(
-            sample.select_from(self.joined).where(*self.conditions).limit(RECENT_SAMPLE)
-        ).all()
+        rows = self.fetch(
+            "sample",
+            lambda: sample.select_from(self.joined).where(*self.conditions).limit(RECENT_SAMPLE),
+        )
         age = oldest_age(least, self.now, self.settings)
         if len(rows) < RECENT_SAMPLE or age is None:
             return True
@@ -345,13 +399,15 @@ class _Ranking:
 
     def best_bm25_first(self, top: int, n: int) -> list[Candidate]:
         """The exact ``top``: bm25's best ``n`` when they prove the page, else every match."""
-        found = self.run(self.query.order_by(self.bm25).limit(n))
+        limit_n, limit_top = bindparam("n", type_=Integer), bindparam("top", type_=Integer)
+        found = self.run("bm25", lambda: self.query.order_by(self.bm25).limit(limit_n))
         if len(found) < n or len(found) < top:
             return found[:top]
         bound = -max(c.bm25 for c in found)  # the n-th bm25: no unseen match scores above it
         if found[top - 1].score > bound:
             return found[:top]
-        return self.run(self.query.order_by(*self.by_score).limit(top))[:top]
+        by_score = self.run("score", lambda: self.query.order_by(*self.by_score).limit(limit_top))
+        return by_score[:top]
 
 
 def _scored(rows: Sequence[Row[Any]]) -> list[Candidate]:
@@ -442,118 +498,9 @@ def _texts_sql(count: int) -> str:
     return sql
 
 
-class Highlighter:
-    """Cut a snippet around the query's words and mark them with ``**``.
-
-    FTS5's own ``snippet()`` cannot skip a note's frontmatter and marks with brackets, which
-    collide with WikiLinks; this reads the start of the stored text instead. The index stems
-    words (Porter), so a query word marks every word that starts like it (``validate`` marks
-    ``validation``), and both spellings of identifiers (``token`` marks ``TokenValidator``).
-    Matches are found with ``str.find`` per stem (C speed), not a regex alternation.
-    """
-
-    MAX_PER_STEM = 64
-
-    def __init__(self, terms: list[Term]) -> None:
-        stems: set[str] = set()
-        for term in terms:
-            for spelling in term.spellings + term.parts:
-                for token in spelling.split():
-                    for part in camel_parts(token):
-                        stems.add(_stem(part))
-        self.stems = tuple(sorted((s for s in stems if s), key=len, reverse=True))
-
-    def spans(self, text: str) -> list[tuple[int, int]]:
-        """Where the query's words start a word of ``text`` (or a CamelCase part), in order."""
-        lowered = text.lower()
-        if len(lowered) != len(text):  # a few characters lower-case to two: keep offsets true
-            lowered = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text)
-        found: dict[int, int] = {}
-        for stem in self.stems:
-            pos = lowered.find(stem)
-            count = 0
-            while pos >= 0 and count < self.MAX_PER_STEM:
-                if _starts_word(text, pos) and pos not in found:
-                    end = pos + len(stem)
-                    while end < len(text) and (text[end].islower() or text[end].isdigit()):
-                        end += 1
-                    found[pos] = end
-                    count += 1
-                pos = lowered.find(stem, pos + 1)
-        spans: list[tuple[int, int]] = []
-        for start in sorted(found):
-            if spans and start < spans[-1][1]:
-                continue
-            spans.append((start, found[start]))
-        return spans
-
-    def count(self, text: str) -> int:
-        """How many of the query's words ``text`` holds (each word start counted once)."""
-        return len(self.spans(text)) if self.stems else 0
-
-    def snippet(self, text: str, *, note: bool) -> str:
-        """About ``SNIPPET_CHARS`` characters of ``text`` around its first dense run of matches."""
-        start = body_start(text) if note else 0
-        body = text[start:]
-        spans = self.spans(body) if self.stems else []
-        if not spans:
-            return _tidy(body[: SNIPPET_CHARS * 2], SNIPPET_CHARS)[0]
-        # The window (starting at a match) that holds the most matches.
-        best, best_count, j = 0, 0, 0
-        for i, (s, _) in enumerate(spans):
-            while j < len(spans) and spans[j][1] <= s + SNIPPET_CHARS:
-                j += 1
-            if j - i > best_count:
-                best, best_count = i, j - i
-        first = spans[best][0]
-        lead = body.rfind("\n", max(0, first - 40), first)
-        begin = lead + 1 if lead >= 0 else max(0, first - 40)
-        while begin > 0 and begin < first and not body[begin - 1].isspace():
-            begin += 1
-        end = begin + SNIPPET_CHARS
-        while end < len(body) and end < begin + SNIPPET_CHARS + 30 and not body[end].isspace():
-            end += 1
-        out: list[str] = ["…" if begin > 0 else ""]
-        pos = begin
-        for s, e in spans:
-            if s < begin or e > end:
-                continue
-            out.append(body[pos:s])
-            out.append("**" + body[s:e] + "**")
-            pos = e
-        out.append(body[pos:end])
-        text_out = " ".join("".join(out).split())
-        return text_out + ("…" if end < len(body) else "")
-
-
-def _starts_word(text: str, pos: int) -> bool:
-    """A word starts at ``pos``: after a non-alphanumeric, an underscore or a case change."""
-    if pos == 0:
-        return True
-    before = text[pos - 1]
-    if not before.isalnum():
-        return True
-    return before.islower() and text[pos].isupper()
-
-
-def _stem(word: str) -> str:
-    """A prefix the word's inflections share: ``tokens`` → ``toke``, ``validate`` → ``valid``."""
-    word = word.lower()
-    if len(word) <= 4:
-        return word
-    return word[: max(4, len(word) - 3)]
-
-
-def _tidy(text: str, limit: int) -> tuple[str, bool]:
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat, False
-    cut = flat.rfind(" ", 0, limit)
-    return flat[: cut if cut > limit // 2 else limit] + "…", True
-
-
 __all__ = [
     "COLUMN_WEIGHTS",
+    "SNIPPET_CHARS",
     "Bm25Bounds",
     "Candidate",
     "FtsCounts",

@@ -3,25 +3,33 @@
 :func:`fts_counts` reads what FTS5 alone counts for an expression (its index rows, the matches,
 each phrase's files) in one statement; :meth:`FtsCounts.bounds` turns them into a ceiling on
 every file's ``-bm25``; :func:`oldest_age` and :func:`weight_at_age` turn a decay weight into
-whole days. :mod:`contextgraph.graph.search` ranks with them.
+whole days. :mod:`contextgraph.graph.search` ranks with them. :func:`lite_rows` runs a statement
+built on bound parameters as SQLite text compiled once per shape.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    Row,
+    Select,
+    String,
+    bindparam,
     column,
     func,
-    literal,
     literal_column,
     select,
     table,
 )
+from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
+from sqlalchemy.sql import ClauseElement
 
 from contextgraph.graph.decay import SECONDS_PER_DAY, weight
 from contextgraph.settings import Settings
@@ -88,20 +96,56 @@ def fts_counts(conn: Connection, match: str) -> FtsCounts | None:
     if not texts:
         return None
     distinct = sorted({p for p in texts if quoted(p) != match})
+    values = {"match": match, **{f"p{i}": quoted(p) for i, p in enumerate(distinct)}}
+    rows = lite_rows(conn, ("counts", len(distinct)), lambda: _counts(len(distinct)), values)
+    block, matches, *hits = tuple(rows[0])
+    rows_indexed = fts_row_count(block)
+    files_with = dict(zip(distinct, (int(n) for n in hits), strict=True))
+    files_with.update({p: int(matches) for p in texts if p not in files_with})
+    if rows_indexed is None or any(n > rows_indexed for n in files_with.values()):
+        return None
+    return FtsCounts(rows=rows_indexed, matches=int(matches), files_with=files_with)
 
-    def matching(expression: str) -> Any:
-        where = FTS_NAME.op("MATCH")(literal(expression))
+
+def _counts(phrase_count: int) -> Select[Any]:
+    """The statement of :func:`fts_counts`: the averages record, then the matches of ``:match``
+    and of each ``:p0``, ``:p1`` … (bound parameters)."""
+
+    def matching(name: str) -> Any:
+        where = FTS_NAME.op("MATCH")(bindparam(name, type_=String))
         return select(func.count()).select_from(FTS_TABLE).where(where).scalar_subquery()
 
     averages = select(_FTS_DATA.c.block).where(_FTS_DATA.c.id == 1).scalar_subquery()
-    row = conn.execute(select(averages, matching(match), *map(matching, map(quoted, distinct))))
-    block, matches, *hits = row.one()
-    rows = fts_row_count(block)
-    files_with = dict(zip(distinct, (int(n) for n in hits), strict=True))
-    files_with.update({p: int(matches) for p in texts if p not in files_with})
-    if rows is None or any(n > rows for n in files_with.values()):
-        return None
-    return FtsCounts(rows=rows, matches=int(matches), files_with=files_with)
+    return select(averages, matching("match"), *(matching(f"p{i}") for i in range(phrase_count)))
+
+
+# (statement name, shape...) -> (SQLite text, the values of its constant parameters)
+_COMPILED: dict[Hashable, tuple[str, dict[str, Any]]] = {}
+_COMPILED_MAX = 512
+_compiled_lock = threading.Lock()
+_LITE = sqlite_dialect(paramstyle="named")
+
+
+def lite_rows(
+    conn: Connection, key: Hashable, build: Callable[[], ClauseElement], values: dict[str, Any]
+) -> Sequence[Row[Any]]:
+    """The rows of ``build()`` on SQLite with its bound parameters set from ``values``.
+
+    The statement is built and compiled once per ``key``, which must name everything its text
+    depends on; ``build`` may take no value of one call except through bound parameters. Then
+    it runs at the driver level, without Core's per-call statement work (about as costly as a
+    whole search's SQL).
+    """
+    entry = _COMPILED.get(key)
+    if entry is None:
+        compiled = build().compile(dialect=_LITE)
+        entry = (str(compiled), dict(compiled.params))
+        with _compiled_lock:
+            if len(_COMPILED) >= _COMPILED_MAX:
+                _COMPILED.clear()
+            _COMPILED[key] = entry
+    sql, constants = entry
+    return conn.exec_driver_sql(sql, {**constants, **values}).all()
 
 
 def bm25_bounds(conn: Connection, match: str, *, rare_below: float) -> Bm25Bounds | None:
@@ -169,6 +213,7 @@ __all__ = [
     "bm25_bounds",
     "fts_counts",
     "fts_row_count",
+    "lite_rows",
     "oldest_age",
     "quoted",
     "weight_at_age",

@@ -69,11 +69,7 @@ def full_text(
     ``weights`` are the column weights of title, text, search_meta and search_parts.
     """
     if not is_postgresql(conn):
-        return FullText(
-            joined=_SQLITE_FTS.join(files, files.c.id == _SQLITE_FTS.c.rowid),
-            match=_SQLITE_FTS_NAME.op("MATCH")(literal(match)),
-            rank=func.bm25(_SQLITE_FTS_NAME, *weights),
-        )
+        return sqlite_full_text(literal(match), files, weights)
     terms = top_level_terms(match)
     query = _combine(terms, "&&" if _is_conjunction(match) else "||")
     idf = _idf(conn, terms, _term_keys(match))
@@ -84,6 +80,18 @@ def full_text(
     for term, weight in zip(terms, idf, strict=True):
         rank = rank - literal(weight) * func.ts_rank_cd(array, vector, term, _PG_NORMALIZATION)
     return FullText(joined=files, match=vector.op("@@")(query), rank=rank)
+
+
+def sqlite_full_text(
+    match: ColumnElement[Any], files: NamedFromClause, weights: Sequence[float]
+) -> FullText:
+    """SQLite's pieces of :func:`full_text` for the expression ``match`` (a value or a bound
+    parameter: a statement built on a parameter compiles once for every query)."""
+    return FullText(
+        joined=_SQLITE_FTS.join(files, files.c.id == _SQLITE_FTS.c.rowid),
+        match=_SQLITE_FTS_NAME.op("MATCH")(match),
+        rank=func.bm25(_SQLITE_FTS_NAME, *weights),
+    )
 
 
 def _weights_array(weights: Sequence[float]) -> ColumnElement[Any]:
@@ -226,4 +234,12 @@ def index_files(conn: Connection, file_ids: Sequence[int]) -> None:
         conn.exec_driver_sql(f"INSERT INTO files_fts(rowid, {cols}) {rows}", tuple(chunk))
 
 
-__all__ = ["TS_CONFIG", "FullText", "full_text", "index_files", "phrases", "top_level_terms"]
+__all__ = [
+    "TS_CONFIG",
+    "FullText",
+    "full_text",
+    "index_files",
+    "phrases",
+    "sqlite_full_text",
+    "top_level_terms",
+]

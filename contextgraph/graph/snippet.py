@@ -1,0 +1,122 @@
+"""Search snippets (SPEC §9): about ``SNIPPET_CHARS`` characters of a file around the query's
+words, the words marked with ``**`` (:class:`Highlighter`)."""
+
+from __future__ import annotations
+
+from contextgraph.graph.ftsquery import Term
+from contextgraph.graph.searchterms import body_start, camel_parts
+
+SNIPPET_CHARS = 200
+
+
+class Highlighter:
+    """Cut a snippet around the query's words and mark them with ``**``.
+
+    FTS5's own ``snippet()`` cannot skip a note's frontmatter and marks with brackets, which
+    collide with WikiLinks; this reads the start of the stored text instead. The index stems
+    words (Porter), so a query word marks every word that starts like it (``validate`` marks
+    ``validation``), and both spellings of identifiers (``token`` marks ``TokenValidator``).
+    Matches are found with ``str.find`` per stem (C speed), not a regex alternation.
+    """
+
+    MAX_PER_STEM = 64
+
+    def __init__(self, terms: list[Term]) -> None:
+        stems: set[str] = set()
+        for term in terms:
+            for spelling in term.spellings + term.parts:
+                for token in spelling.split():
+                    for part in camel_parts(token):
+                        stems.add(_stem(part))
+        self.stems = tuple(sorted((s for s in stems if s), key=len, reverse=True))
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the query's words start a word of ``text`` (or a CamelCase part), in order."""
+        lowered = text.lower()
+        if len(lowered) != len(text):  # a few characters lower-case to two: keep offsets true
+            lowered = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text)
+        found: dict[int, int] = {}
+        for stem in self.stems:
+            pos = lowered.find(stem)
+            count = 0
+            while pos >= 0 and count < self.MAX_PER_STEM:
+                if _starts_word(text, pos) and pos not in found:
+                    end = pos + len(stem)
+                    while end < len(text) and (text[end].islower() or text[end].isdigit()):
+                        end += 1
+                    found[pos] = end
+                    count += 1
+                pos = lowered.find(stem, pos + 1)
+        spans: list[tuple[int, int]] = []
+        for start in sorted(found):
+            if spans and start < spans[-1][1]:
+                continue
+            spans.append((start, found[start]))
+        return spans
+
+    def count(self, text: str) -> int:
+        """How many of the query's words ``text`` holds (each word start counted once)."""
+        return len(self.spans(text)) if self.stems else 0
+
+    def snippet(self, text: str, *, note: bool) -> str:
+        """About ``SNIPPET_CHARS`` characters of ``text`` around its first dense run of matches."""
+        start = body_start(text) if note else 0
+        body = text[start:]
+        spans = self.spans(body) if self.stems else []
+        if not spans:
+            return _tidy(body[: SNIPPET_CHARS * 2], SNIPPET_CHARS)[0]
+        # The window (starting at a match) that holds the most matches.
+        best, best_count, j = 0, 0, 0
+        for i, (s, _) in enumerate(spans):
+            while j < len(spans) and spans[j][1] <= s + SNIPPET_CHARS:
+                j += 1
+            if j - i > best_count:
+                best, best_count = i, j - i
+        first = spans[best][0]
+        lead = body.rfind("\n", max(0, first - 40), first)
+        begin = lead + 1 if lead >= 0 else max(0, first - 40)
+        while begin > 0 and begin < first and not body[begin - 1].isspace():
+            begin += 1
+        end = begin + SNIPPET_CHARS
+        while end < len(body) and end < begin + SNIPPET_CHARS + 30 and not body[end].isspace():
+            end += 1
+        out: list[str] = ["…" if begin > 0 else ""]
+        pos = begin
+        for s, e in spans:
+            if s < begin or e > end:
+                continue
+            out.append(body[pos:s])
+            out.append("**" + body[s:e] + "**")
+            pos = e
+        out.append(body[pos:end])
+        text_out = " ".join("".join(out).split())
+        return text_out + ("…" if end < len(body) else "")
+
+
+def _starts_word(text: str, pos: int) -> bool:
+    """A word starts at ``pos``: after a non-alphanumeric, an underscore or a case change."""
+    if pos == 0:
+        return True
+    before = text[pos - 1]
+    if not before.isalnum():
+        return True
+    return before.islower() and text[pos].isupper()
+
+
+def _stem(word: str) -> str:
+    """A prefix the word's inflections share: ``tokens`` → ``toke``, ``validate`` → ``valid``."""
+    word = word.lower()
+    if len(word) <= 4:
+        return word
+    return word[: max(4, len(word) - 3)]
+
+
+def _tidy(text: str, limit: int) -> tuple[str, bool]:
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat, False
+    cut = flat.rfind(" ", 0, limit)
+    return flat[: cut if cut > limit // 2 else limit] + "…", True
+
+
+__all__ = ["SNIPPET_CHARS", "Highlighter"]
