@@ -12,6 +12,7 @@ reused for a *now* between the one it was computed for and that instant. Every a
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable, Iterable
@@ -21,6 +22,7 @@ from typing import Any, ClassVar
 from sqlalchemy import (
     Connection,
     Engine,
+    Float,
     FromClause,
     Join,
     Select,
@@ -34,6 +36,7 @@ from sqlalchemy import (
 from sqlalchemy.sql.elements import BindParameter
 
 from contextgraph.graph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
+from contextgraph.graph.searchbounds import lite_rows
 from contextgraph.settings import Settings
 from contextgraph.store.dialect import greatest, least
 from contextgraph.store.dialect import total as float_total
@@ -365,38 +368,15 @@ class Neighbourhoods:
         return None
 
     def _compute(self, cid: int) -> Scored:
-        m1, m2, f = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2"), T_FILES.alias("f")
-        reference = reference_sql(f)
-        age = age_sql(reference, self.now)
-        # The instant this note's age reaches its next whole day; only ages past the grace
-        # period change a weight.
-        tick = case(
-            (age + 1 > self.settings.grace_days, reference + (age + 1) * SECONDS_PER_DAY),
-            else_=None,
-        )
-        # Each of the concept's notes (within the concept limit) weighed once, in note order;
-        # then one row per note and co-occurring concept, summed in that order.
-        notes = (
-            select(
-                f.c.id.label("id"),
-                weight_sql(f, self.now, self.settings).label("w"),
-                tick.label("tick"),
+        s = self.settings
+        decay = (s.decay_model, s.grace_days, s.half_life_days)
+        values = {"cid": cid, "now": self.now}
+        if self.conn.dialect.name == "sqlite":
+            rows: Iterable[Any] = lite_rows(
+                self.conn, ("scored", *decay), lambda: _scored_statement(*decay), values
             )
-            .select_from(m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1)))
-            .where(m1.c.concept_id == cid)
-            .cte("notes")
-            .prefix_with("MATERIALIZED")
-        )
-        rows = self.conn.execute(
-            select(
-                m2.c.concept_id,
-                func.count(),
-                float_total(notes.c.w, order_by=notes.c.id),
-                func.min(notes.c.tick),
-            )
-            .select_from(notes.join(m2, and_(m2.c.file_id == notes.c.id, m2.c.concept_id != cid)))
-            .group_by(m2.c.concept_id)
-        )
+        else:
+            rows = self.conn.execute(_scored_statement(*decay), values)
         edges: dict[int, tuple[int, float]] = {}
         valid_until = math.inf
         for n, co, total, next_tick in rows:
@@ -423,6 +403,48 @@ class Neighbourhoods:
         self.state.scored[cid] = result
         self.state.edges += len(edges)
         return result
+
+
+@functools.lru_cache(maxsize=8)
+def _scored_statement(decay_model: str, grace_days: float, half_life_days: float) -> Select[Any]:
+    """Every neighbour of concept ``:cid`` with its count, weight sum and next tick at ``:now``.
+
+    Each of the concept's notes (within the concept limit) is weighed once, in note order; then
+    one row per note and co-occurring concept, summed in that order. Built once per decay
+    settings; on SQLite it runs as driver SQL (thousands of result rows through Core cost more
+    than the join). The tick is the instant a note's age reaches its next whole day; only ages
+    past the grace period change a weight.
+    """
+    settings = Settings(
+        decay_model=decay_model, grace_days=grace_days, half_life_days=half_life_days
+    )
+    now: BindParameter[float] = bindparam("now", type_=Float)
+    cid: BindParameter[int] = bindparam("cid")
+    m1, m2, f = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2"), T_FILES.alias("f")
+    reference = reference_sql(f)
+    age = age_sql(reference, now)
+    tick = case((age + 1 > grace_days, reference + (age + 1) * SECONDS_PER_DAY), else_=None)
+    notes = (
+        select(
+            f.c.id.label("id"),
+            weight_sql(f, now, settings).label("w"),
+            tick.label("tick"),
+        )
+        .select_from(m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1)))
+        .where(m1.c.concept_id == cid)
+        .cte("notes")
+        .prefix_with("MATERIALIZED")
+    )
+    return (
+        select(
+            m2.c.concept_id,
+            func.count(),
+            float_total(notes.c.w, order_by=notes.c.id),
+            func.min(notes.c.tick),
+        )
+        .select_from(notes.join(m2, and_(m2.c.file_id == notes.c.id, m2.c.concept_id != cid)))
+        .group_by(m2.c.concept_id)
+    )
 
 
 def entity_names(conn: Connection, ids: list[int]) -> dict[int, tuple[str, int | None]]:
