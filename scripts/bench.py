@@ -3,6 +3,7 @@
 
     python scripts/bench.py --notes 10000 --runs 3
     python scripts/bench.py --notes 10000 --runs 3 --db postgresql://user@host/bench
+    python scripts/bench.py --only cli --db-file DB [--vault FOLDER]   # CLI walls only (a minute)
 
 With ``--db`` every run uses that PostgreSQL database, emptied first (use a throwaway one);
 by default each run gets a fresh SQLite file in the workdir.
@@ -10,6 +11,12 @@ by default each run gets a fresh SQLite file in the workdir.
 Sync timings run the real CLI in a subprocess (process start included) and report the median of
 ``--runs`` runs; query latencies are measured in-process over 200 concepts drawn evenly across the
 degree range. Nothing here asserts: compare the figures with the targets in the README.
+
+``--only cli`` times only the CLI commands (``cli_wall``, same keys and same query targets) on an
+existing database (``--db-file``; with ``--vault`` a missing one is synced first, untimed), so a
+change to start-up or imports can be measured in a minute. Each ``cli_wall`` command also
+reports ``imports_s``: what ``python -X importtime`` says its imports cost (median over
+``--import-runs`` processes), split into SQLAlchemy, contextgraph, click and the rest.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import statistics
@@ -125,6 +133,136 @@ def process_wall(db: Path | str, argv: list[str], runs: int) -> dict[str, Any]:
         "max_s": round(max(times), 3),
         "cpu_median_s": round(statistics.median(cpu), 3),
     }
+
+
+IMPORT_GROUPS = ("sqlalchemy", "contextgraph", "click")
+_IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+\d+ \|( *)([\w.]+)$")
+
+
+def import_costs(db: Path | str, args: list[str], runs: int) -> dict[str, float]:
+    """Seconds spent importing in ``contextgraph ARGS --json``, by who asked (``-X importtime``).
+
+    Every module's own time goes to the nearest of itself and the modules that imported it
+    that belongs to SQLAlchemy, contextgraph or click (asyncio, which SQLAlchemy imports, counts
+    as SQLAlchemy's; json, imported by contextgraph, as contextgraph's); "other" is Python's own
+    start-up (site, encodings, runpy). Medians over ``runs`` processes. importtime measures wall
+    time and adds a little of its own: compare these with each other, on a quiet machine.
+    """
+    env = child_env(db)
+    totals: dict[str, list[float]] = {}
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "contextgraph", *args, "--json"],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        shares = dict.fromkeys((*IMPORT_GROUPS, "other", "total"), 0.0)
+        # importtime prints a module after the modules it imported, indented one step less:
+        # read backwards, the open ancestors of a line are a stack.
+        ancestors: list[tuple[int, str]] = []
+        for line in reversed(done.stderr.splitlines()):
+            match = _IMPORT_LINE.match(line)
+            if match is None:
+                continue  # the header line, or the command's own stderr
+            own, indent, name = int(match.group(1)) / 1e6, len(match.group(2)), match.group(3)
+            while ancestors and ancestors[-1][0] >= indent:
+                ancestors.pop()
+            ancestors.append((indent, name.split(".")[0]))
+            group = next((r for _, r in reversed(ancestors) if r in IMPORT_GROUPS), "other")
+            shares[group] += own
+            shares["total"] += own
+        for key, value in shares.items():
+            totals.setdefault(key, []).append(value)
+    return {key: round(statistics.median(values), 3) for key, values in totals.items()}
+
+
+def cli_targets(graph: Any, names: list[str]) -> tuple[str, str, str | None]:
+    """What the CLI timings ask: a hub, a median-degree concept and a note's URI."""
+    hub = names[0] if names else "x"
+    middle = names[len(names) // 2] if names else "x"
+    _, selective = query_sets(names)
+    uri = next((h.uri for q in selective[:60] for h in graph.search(q, limit=5).hits), None)
+    return hub, middle, uri
+
+
+def query_sets(names: list[str]) -> tuple[list[str], list[str]]:
+    """The two search query sets: filler words most notes contain, and concept names."""
+    # Two query sets: words of the filler vocabulary, which most notes contain (the worst
+    # case: bm25 and decay over thousands of matches), and concept names, as a user would
+    # type them (selective).
+    words = [w for w in WORDS if len(w) > 3]
+    rng = random.Random(11)
+    common = [" ".join(rng.sample(words, rng.choice((1, 1, 2, 3)))) for _ in range(180)]
+    common += ['"' + " ".join(rng.sample(words, 2)) + '"' for _ in range(20)]
+    selective = [name.replace("-", " ") for name in rng.sample(names, min(200, len(names)))]
+    return common, selective
+
+
+def bench_cli(
+    db_file: Path | str,
+    targets: tuple[str, str, str | None],
+    runs: int,
+    import_runs: int,
+) -> dict[str, Any]:
+    """CLI wall time per command, process start included (what a user feels), and floors."""
+    hub, middle, uri = targets
+    commands = {
+        "context_hub": ["context", hub],
+        "context_median_degree": ["context", middle],
+        "search_common_word": ["search", "graph"],
+        "stats": ["stats"],
+        "expand": ["expand", middle],
+        "retrieve": ["retrieve", "graph"],
+        "communities": ["communities"],
+        "sync_nochange": ["sync"],
+    }
+    if uri is not None:  # last: a read makes its note fresh
+        commands["read"] = ["read", uri]
+    walls: dict[str, Any] = {}
+    for name, args in commands.items():
+        walls[name] = cli_wall(db_file, args, runs)
+        if import_runs:
+            walls[name]["imports_s"] = import_costs(db_file, args, import_runs)
+    # What any command pays before its own work: Python alone, Python with SQLAlchemy (every
+    # query reads through it), and with the tables (every query uses them).
+    floors = {
+        "python_sqlite3_floor": "import sqlite3",
+        "python_sqlalchemy_floor": "import sqlalchemy, sqlite3",
+        "python_models_floor": "import contextgraph.store.models",
+    }
+    for name, code in floors.items():
+        floor = process_wall(db_file, ["-c", code], runs)
+        walls[f"{name}_s"] = floor["median_s"]
+        walls[f"{name}_cpu_s"] = floor["cpu_median_s"]
+    return walls
+
+
+def bench_cli_only(args: argparse.Namespace) -> dict[str, Any]:
+    """``--only cli``: the CLI timings alone, on an existing (or once-synced) database."""
+    from contextgraph import ContextGraph
+
+    if args.db_file is None:
+        raise SystemExit("--only cli needs --db-file PATH (an existing database, or with --vault)")
+    db_file: Path = args.db_file
+    compile_package()
+    result: dict[str, Any] = {"engine": "sqlite", "db_file": str(db_file)}
+    if not db_file.exists():
+        if args.vault is None:
+            raise SystemExit(f"no database at {db_file}: give --vault FOLDER to sync one first")
+        wall, _, _ = run_cli(db_file, "sync", str(args.vault))
+        result["cold_sync_s"] = round(wall, 3)  # one run, for the record only
+    with ContextGraph.open(db_file, create=False) as graph:
+        result["db_bytes"] = graph.stats().database_bytes
+        names = sample_concepts(graph, args.queries)
+        targets = cli_targets(graph, names)
+    result["cli_targets"] = dict(
+        zip(("context_hub", "context_median_degree", "read"), targets, strict=True)
+    )
+    result["cli_wall"] = bench_cli(db_file, targets, args.cli_runs, args.import_runs)
+    return result
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -245,7 +383,22 @@ def main() -> None:
     parser.add_argument(
         "--edges", type=int, default=0, help="also time communities on a synthetic N-edge graph"
     )
+    parser.add_argument(
+        "--only", choices=("cli",), default=None, help="cli: only the CLI timings (cli_wall)"
+    )
+    parser.add_argument(
+        "--db-file", type=Path, default=None, help="with --only cli: the SQLite database to use"
+    )
+    parser.add_argument(
+        "--import-runs",
+        type=int,
+        default=3,
+        help="-X importtime processes per CLI command (median; 0 = skip)",
+    )
     args = parser.parse_args()
+    if args.only == "cli":
+        print(json.dumps(bench_cli_only(args), indent=2))
+        return
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="cg-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -337,14 +490,7 @@ def main() -> None:
         result["community_detection"] = {
             k: run[k] for k in ("algorithm", "seconds", "modularity", "nodeCount", "edgeCount")
         }
-        # Two query sets: words of the filler vocabulary, which most notes contain (the worst
-        # case: bm25 and decay over thousands of matches), and concept names, as a user would
-        # type them (selective).
-        words = [w for w in WORDS if len(w) > 3]
-        rng = random.Random(11)
-        common = [" ".join(rng.sample(words, rng.choice((1, 1, 2, 3)))) for _ in range(180)]
-        common += ['"' + " ".join(rng.sample(words, 2)) + '"' for _ in range(20)]
-        selective = [name.replace("-", " ") for name in rng.sample(names, min(200, len(names)))]
+        common, selective = query_sets(names)
         result["search_common_words"] = time_queries(lambda q: graph.search(q), common)
         result["search_common_words"]["mean_total"] = round(
             statistics.mean(graph.search(q).total for q in common[:50]), 1
@@ -355,33 +501,8 @@ def main() -> None:
         )
         uris = [h.uri for q in selective[:60] for h in graph.search(q, limit=5).hits][:200]
         result["read"] = time_queries(lambda u: graph.read(u), uris)
-        hub = names[0] if names else "x"
-        middle = names[len(names) // 2] if names else "x"
-    # CLI wall time per command, process start included (what a user feels).
-    runs = args.cli_runs
-    result["cli_wall"] = {
-        "context_hub": cli_wall(db_file, ["context", hub], runs),
-        "context_median_degree": cli_wall(db_file, ["context", middle], runs),
-        "search_common_word": cli_wall(db_file, ["search", "graph"], runs),
-        "stats": cli_wall(db_file, ["stats"], runs),
-        "expand": cli_wall(db_file, ["expand", middle], runs),
-        "retrieve": cli_wall(db_file, ["retrieve", "graph"], runs),
-        "communities": cli_wall(db_file, ["communities"], runs),
-        "sync_nochange": cli_wall(db_file, ["sync"], runs),
-    }
-    if uris:  # last: a read makes its note fresh
-        result["cli_wall"]["read"] = cli_wall(db_file, ["read", uris[0]], runs)
-    # What any command pays before its own work: Python alone, Python with SQLAlchemy (every
-    # query reads through it), and with the declarative models (every query uses them).
-    floors = {
-        "python_sqlite3_floor": "import sqlite3",
-        "python_sqlalchemy_floor": "import sqlalchemy, sqlite3",
-        "python_models_floor": "import contextgraph.store.models",
-    }
-    for name, code in floors.items():
-        floor = process_wall(db_file, ["-c", code], runs)
-        result["cli_wall"][f"{name}_s"] = floor["median_s"]
-        result["cli_wall"][f"{name}_cpu_s"] = floor["cpu_median_s"]
+        targets = cli_targets(graph, names)
+    result["cli_wall"] = bench_cli(db_file, targets, args.cli_runs, args.import_runs)
     if args.edges:
         result["communities_synthetic"] = bench_communities(work, args.edges)
     result["bench_peak_rss_mb"] = round(

@@ -1,4 +1,4 @@
-"""A CLI query loads only what it uses: no Alembic at head, no parsers, no graph libraries.
+"""A CLI query loads only what it uses: no Alembic at head, no parsers, no graph libraries, no ORM.
 
 Every command module of the CLI is imported to build the group, so those modules import click
 and the light top-level modules only; the library loads inside the command that runs. A query
@@ -69,11 +69,30 @@ def synced(db_path: Path, write: object, vault: Path) -> Path:
 def test_a_query_on_a_current_database_loads_no_heavy_module(
     synced: Path, args: tuple[str, ...]
 ) -> None:
-    loaded = _modules_loaded_by(synced, *args)
+    modules = _all_modules_loaded_by(synced, *args)
+    loaded = {m.split(".")[0] for m in modules}
     heavy = set(HEAVY)
     if args[1].startswith("[["):
         heavy -= {"markdown_it", "yaml"}  # a wrapped name is parsed as a link, as written
     assert not loaded & heavy, sorted(loaded & heavy)
+    assert not _orm(modules), sorted(_orm(modules))
+
+
+def _orm(modules: set[str]) -> set[str]:
+    """SQLAlchemy's ORM: the tables are plain Core, so nothing should ever load it."""
+    return {m for m in modules if m == "sqlalchemy.orm" or m.startswith("sqlalchemy.orm.")}
+
+
+def test_a_sync_loads_no_orm_cold_or_warm(tmp_path: Path, write: object, vault: Path) -> None:
+    write("a.md", "[[Alpha]] and [[Beta]].")  # type: ignore[operator]
+    db = tmp_path / "fresh.db"  # blank: the first sync migrates it (Alembic) and loads it cold
+    cold = _all_modules_loaded_by(db, "sync", str(vault), "--json")
+    assert "alembic" in {m.split(".")[0] for m in cold}  # the probe really migrated
+    assert not _orm(cold), sorted(_orm(cold))
+    write("a.md", "[[Alpha]] and [[Gamma]].")  # type: ignore[operator]
+    warm = _all_modules_loaded_by(db, "sync", "--json")
+    assert "contextgraph.sync.run" in warm
+    assert not _orm(warm), sorted(_orm(warm))
 
 
 def test_an_old_database_is_still_upgraded_on_open(db_path: Path) -> None:
