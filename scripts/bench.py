@@ -252,7 +252,7 @@ def bench_cli_only(args: argparse.Namespace) -> dict[str, Any]:
     if not db_file.exists():
         if args.vault is None:
             raise SystemExit(f"no database at {db_file}: give --vault FOLDER to sync one first")
-        wall, _, _ = run_cli(db_file, "sync", str(args.vault))
+        wall, _, _ = run_cli(db_file, "sync", *(p for p in args.vault.split(",") if p))
         result["cold_sync_s"] = round(wall, 3)  # one run, for the record only
     with ContextGraph.open(db_file, create=False) as graph:
         result["db_bytes"] = graph.stats().database_bytes
