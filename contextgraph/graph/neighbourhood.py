@@ -36,13 +36,12 @@ from sqlalchemy import (
 from sqlalchemy.sql.elements import BindParameter
 
 from contextgraph.graph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
-from contextgraph.graph.searchbounds import lite_rows
 from contextgraph.settings import Settings
 from contextgraph.store.dialect import greatest, least
 from contextgraph.store.dialect import total as float_total
 from contextgraph.store.meta import graph_version
 from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_MENTIONS
-from contextgraph.store.sqlcore import ByIds, chunked, driver_sql
+from contextgraph.store.sqlcore import ByIds, chunked, driver_sql, lite_rows
 
 MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
 
