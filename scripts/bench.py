@@ -252,7 +252,7 @@ def bench_cli_only(args: argparse.Namespace) -> dict[str, Any]:
     if not db_file.exists():
         if args.vault is None:
             raise SystemExit(f"no database at {db_file}: give --vault FOLDER to sync one first")
-        wall, _, _ = run_cli(db_file, "sync", str(args.vault))
+        wall, _, _ = run_cli(db_file, "sync", *(p for p in args.vault.split(",") if p))
         result["cold_sync_s"] = round(wall, 3)  # one run, for the record only
     with ContextGraph.open(db_file, create=False) as graph:
         result["db_bytes"] = graph.stats().database_bytes
@@ -374,7 +374,6 @@ def main() -> None:
     )
     parser.add_argument(
         "--vault",
-        type=Path,
         default=None,
         help="sync this folder (or several, comma-separated) instead of a generated vault",
     )
@@ -404,14 +403,15 @@ def main() -> None:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="cg-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     if args.vault is not None:
-        vault = args.vault
-        result: dict[str, Any] = {"vault": str(vault), "notes": len(list(vault.rglob("*.md")))}
+        folders = [Path(p) for p in args.vault.split(",") if p]
+        notes = sum(len(list(folder.rglob("*.md"))) for folder in folders)
+        result: dict[str, Any] = {"vault": [str(f) for f in folders], "notes": notes}
     else:
-        vault = work / "vault"
-        if vault.exists():
-            shutil.rmtree(vault)
+        folders = [work / "vault"]
+        if folders[0].exists():
+            shutil.rmtree(folders[0])
         t = time.perf_counter()
-        generate_vault(vault, args.notes)
+        generate_vault(folders[0], args.notes)
         result = {"notes": args.notes, "generate_s": round(time.perf_counter() - t, 2)}
     result["engine"] = "postgresql" if args.db else "sqlite"
 
@@ -427,12 +427,13 @@ def main() -> None:
         for suffix in ("", "-wal", "-shm"):
             if not args.db:
                 Path(f"{db_file}{suffix}").unlink(missing_ok=True)
-        wall, report, rss = run_cli(db_file, "sync", str(vault))
+        wall, report, rss = run_cli(db_file, "sync", *map(str, folders))
         cold.append(wall)
         wall, _, _ = run_cli(db_file, "sync")
         noop.append(wall)
         if args.vault is not None:
             continue  # never edit a folder we did not generate
+        vault = folders[0]
         target = vault / next(iter(sorted(p.relative_to(vault) for p in vault.rglob("*.md"))))
         with target.open("a", encoding="utf-8") as handle:
             handle.write(f"\nEdited in run {run}: see [[Bench Edit {run}]].\n")

@@ -47,20 +47,20 @@ def test_sibling_overlap_follows_the_formula(graph: ContextGraph) -> None:
     assert siblings(graph) == [("c1", 3, 0.5)]
 
 
-@pytest.mark.parametrize("walk_reads", [-1, 0, 10**9], ids=["sql", "walk-cached", "walk"])
+@pytest.mark.parametrize("way", ["sql", "walk-cached", "walk", "chosen"])
 def test_sql_aggregate_and_walk_agree(
-    graph: ContextGraph, db_url: str, monkeypatch: pytest.MonkeyPatch, walk_reads: int
+    graph: ContextGraph, db_url: str, monkeypatch: pytest.MonkeyPatch, way: str
 ) -> None:
     """Siblings by one SQL aggregate, or by walking the neighbours' adjacency (read or cached)."""
-    from contextgraph.graph import neighbourhood
     from contextgraph.graph.neighbourhood import Neighbourhoods
 
     monkeypatch.setattr(Neighbourhoods, "_states", {})
-    if walk_reads == 0:  # walk only once every adjacency is cached
+    if way == "walk-cached":  # every adjacency cached: nothing to read, so the walk is chosen
         with db.read(graph.engine) as conn:
             nb = Neighbourhoods(graph.engine, conn, graph.settings, 0.0)
             nb.adjacencies(int(i) for (i,) in conn.execute(text("SELECT id FROM entities")))
-    monkeypatch.setattr(neighbourhood, "SIBLING_WALK_READS", walk_reads)
+    elif way in ("sql", "walk"):
+        monkeypatch.setattr(Neighbourhoods, "walk_is_cheaper", lambda *_: way == "walk")
     assert siblings(graph) == [("c1", 3, 0.5)]
     monkeypatch.setenv("MAENIFOLD_COMMUNITY_MIN_SHARED", "2")
     relaxed = ContextGraph.open(db_url, settings=Settings.from_env(now=graph.settings.now))
@@ -68,6 +68,22 @@ def test_sql_aggregate_and_walk_agree(
         assert siblings(relaxed) == [("c2", 2, 1.0), ("c1", 3, 0.5)]
     finally:
         relaxed.close()
+
+
+def test_the_way_is_chosen_by_the_relation_rows_each_would_read(graph: ContextGraph) -> None:
+    from contextgraph.graph.neighbourhood import Neighbourhoods
+
+    with db.read(graph.engine) as conn:
+        ids = {key: int(i) for key, i in conn.execute(text("SELECT key, id FROM entities"))}
+        nb = Neighbourhoods(graph.engine, conn, graph.settings, 0.0)
+        # q: n1..n4; n1, n2: q, c1, c2; n3: q, c1; n4: q; c1: n1, n2, n3, x; c2: n1, n2
+        assert nb.relation_rows([ids["q"]], 100) == 4
+        assert nb.relation_rows([ids["n1"], ids["n2"], ids["c1"]], 100) == 10
+        assert nb.relation_rows([ids["n1"], ids["n2"], ids["c1"]], 5) == 5  # stops at the cap
+        neighbours = [ids[n] for n in ("n1", "n2", "n3", "n4")]  # 3 + 3 + 2 + 1 rows
+        assert nb.walk_is_cheaper(neighbours, [ids["c1"], ids["c2"]]) is False  # 9 > 6
+        assert nb.walk_is_cheaper([ids["n4"]], [ids["c1"], ids["c2"]]) is True  # 1 ≤ 6
+        assert nb.walk_is_cheaper([], [ids["c1"]]) is True  # nothing to read
 
 
 def test_a_true_neighbour_is_never_a_sibling(graph: ContextGraph) -> None:

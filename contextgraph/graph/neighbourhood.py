@@ -12,6 +12,7 @@ reused for a *now* between the one it was computed for and that instant. Every a
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable, Iterable
@@ -21,6 +22,7 @@ from typing import Any, ClassVar
 from sqlalchemy import (
     Connection,
     Engine,
+    Float,
     FromClause,
     Join,
     Select,
@@ -39,7 +41,7 @@ from contextgraph.store.dialect import greatest, least
 from contextgraph.store.dialect import total as float_total
 from contextgraph.store.meta import graph_version
 from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_MENTIONS
-from contextgraph.store.sqlcore import chunked, driver_sql
+from contextgraph.store.sqlcore import ByIds, chunked, driver_sql, lite_rows
 
 MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
 
@@ -81,9 +83,9 @@ class Scored:
         return self.ranked[rank] if rank < len(self.ranked) else None
 
 
-# Community siblings are counted by walking the neighbours' adjacency lists when at most this many
-# of them (or a quarter) are still unread, else by one SQL aggregate (see Neighbourhoods.overlaps).
-SIBLING_WALK_READS = 2000
+# Community siblings: counting the relation rows each way stops at this many (see
+# Neighbourhoods.overlaps); past it the SQL aggregate is chosen without counting further.
+SIBLING_COUNT_CAP = 200_000
 
 
 @dataclass
@@ -167,13 +169,10 @@ class Neighbourhoods:
         ids = list(ids)
         cache = self.state.adjacency
         missing = self.unread_adjacencies(ids)
-        for start in range(0, len(missing), 500):
-            chunk = missing[start : start + 500]
+        for chunk in chunked(missing):
             found: dict[int, dict[int, int]] = {c: {} for c in chunk}
-            cr = T_CREL
-            for mine, other in ((cr.c.a_id, cr.c.b_id), (cr.c.b_id, cr.c.a_id)):
-                rows = self.conn.execute(select(mine, other, cr.c.count).where(mine.in_(chunk)))
-                for c, n, w in rows:
+            for side in _RELATIONS_OF:
+                for c, n, w in side.rows(self.conn, chunk):
                     found[int(c)][int(n)] = int(w)
             for c, around in found.items():
                 cache[c] = around
@@ -212,18 +211,17 @@ class Neighbourhoods:
 
         ``adjacent`` is ``qid``'s :meth:`adjacency`. Candidates sharing fewer than
         ``min_shared`` neighbours (and at least one) are left out; the strength is c's weighted
-        degree. When at most :data:`SIBLING_WALK_READS` (or a quarter) of the neighbours'
-        adjacency lists are still unread, they are read (and cached) and walked in Python, which
-        keeps a long-running process that visits concept after concept cheap; otherwise one SQL
-        aggregate per chunk of candidates matches every relation (c, n) with (q, n) by its
+        degree. Two exact ways, chosen by what they would read (:meth:`walk_is_cheaper`): walk
+        the neighbours' adjacency lists in Python (reading and caching the unread ones, which
+        keeps a long-running process that visits concept after concept cheap), or one SQL
+        aggregate per chunk of candidates that matches every relation (c, n) with (q, n) by its
         primary key, in C. The answer depends on co-occurrence counts only, so it is cached
         with the state (which the graph version keys): a warm call reads nothing."""
         key = (qid, min_shared, tuple(candidates))
         cached = self.state.overlaps.get(key)
         if cached is not None:
             return cached
-        unread = len(self.unread_adjacencies(adjacent))
-        if unread <= SIBLING_WALK_READS or unread * 4 <= len(adjacent):
+        if self.walk_is_cheaper(self.unread_adjacencies(adjacent), candidates):
             out = self._overlaps_by_walking(adjacent, frozenset(candidates), min_shared)
         else:
             out = {}
@@ -234,6 +232,31 @@ class Neighbourhoods:
         self.state.overlaps[key] = out
         self.state.edges += len(out) + 1
         return out
+
+    def walk_is_cheaper(self, unread: list[int], candidates: list[int]) -> bool:
+        """Whether walking reads fewer relation rows than the aggregate would match.
+
+        The walk reads every relation of the ``unread`` neighbours (cached ones cost nothing);
+        the aggregate matches every relation of the ``candidates``. Both are counted in SQL
+        (index entries only, each count stopping at the other's figure), which costs a small
+        fraction of either: a cold call at a hub whose community is mostly its neighbours
+        aggregates over a handful of candidates instead of reading a hundred thousand rows,
+        and a concept of few neighbours in a large community walks them.
+        """
+        if not unread:
+            return True
+        matched = self.relation_rows(candidates, SIBLING_COUNT_CAP)
+        return self.relation_rows(unread, matched + 1) <= matched
+
+    def relation_rows(self, ids: list[int], cap: int) -> int:
+        """The relations of the concepts ``ids`` (one per end), counted up to ``cap``."""
+        found = 0
+        for chunk in chunked(ids):
+            if found >= cap:
+                break
+            params = {"ids": list(chunk), "cap": cap - found}
+            found += int(self.conn.execute(_RELATION_ROWS, params).scalar_one())
+        return found
 
     def _overlaps_by_walking(
         self, adjacent: dict[int, int], members: frozenset[int], min_shared: int
@@ -344,26 +367,15 @@ class Neighbourhoods:
         return None
 
     def _compute(self, cid: int) -> Scored:
-        joined, m1, m2, f = cooccurrences()
-        reference = reference_sql(f)
-        age = age_sql(reference, self.now)
-        # The instant this note's age reaches its next whole day; only ages past the grace
-        # period change a weight.
-        tick = case(
-            (age + 1 > self.settings.grace_days, reference + (age + 1) * SECONDS_PER_DAY),
-            else_=None,
-        )
-        rows = self.conn.execute(
-            select(
-                m2.c.concept_id,
-                func.count(),
-                float_total(weight_sql(f, self.now, self.settings), order_by=f.c.id),
-                func.min(tick),
+        s = self.settings
+        decay = (s.decay_model, s.grace_days, s.half_life_days)
+        values = {"cid": cid, "now": self.now}
+        if self.conn.dialect.name == "sqlite":
+            rows: Iterable[Any] = lite_rows(
+                self.conn, ("scored", *decay), lambda: _scored_statement(*decay), values
             )
-            .select_from(joined)
-            .where(m1.c.concept_id == cid)
-            .group_by(m2.c.concept_id)
-        )
+        else:
+            rows = self.conn.execute(_scored_statement(*decay), values)
         edges: dict[int, tuple[int, float]] = {}
         valid_until = math.inf
         for n, co, total, next_tick in rows:
@@ -392,18 +404,51 @@ class Neighbourhoods:
         return result
 
 
+@functools.lru_cache(maxsize=8)
+def _scored_statement(decay_model: str, grace_days: float, half_life_days: float) -> Select[Any]:
+    """Every neighbour of concept ``:cid`` with its count, weight sum and next tick at ``:now``.
+
+    Each of the concept's notes (within the concept limit) is weighed once, in note order; then
+    one row per note and co-occurring concept, summed in that order. Built once per decay
+    settings; on SQLite it runs as driver SQL (thousands of result rows through Core cost more
+    than the join). The tick is the instant a note's age reaches its next whole day; only ages
+    past the grace period change a weight.
+    """
+    settings = Settings(
+        decay_model=decay_model, grace_days=grace_days, half_life_days=half_life_days
+    )
+    now: BindParameter[float] = bindparam("now", type_=Float)
+    cid: BindParameter[int] = bindparam("cid")
+    m1, m2, f = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2"), T_FILES.alias("f")
+    reference = reference_sql(f)
+    age = age_sql(reference, now)
+    tick = case((age + 1 > grace_days, reference + (age + 1) * SECONDS_PER_DAY), else_=None)
+    notes = (
+        select(
+            f.c.id.label("id"),
+            weight_sql(f, now, settings).label("w"),
+            tick.label("tick"),
+        )
+        .select_from(m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1)))
+        .where(m1.c.concept_id == cid)
+        .cte("notes")
+        .prefix_with("MATERIALIZED")
+    )
+    return (
+        select(
+            m2.c.concept_id,
+            func.count(),
+            float_total(notes.c.w, order_by=notes.c.id),
+            func.min(notes.c.tick),
+        )
+        .select_from(notes.join(m2, and_(m2.c.file_id == notes.c.id, m2.c.concept_id != cid)))
+        .group_by(m2.c.concept_id)
+    )
+
+
 def entity_names(conn: Connection, ids: list[int]) -> dict[int, tuple[str, int | None]]:
     """id -> (name, community id) of the given entities."""
-    out: dict[int, tuple[str, int | None]] = {}
-    for chunk in chunked(ids):
-        rows = conn.execute(
-            select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id).where(
-                T_ENTITIES.c.id.in_(chunk)
-            )
-        )
-        for eid, name, community in rows:
-            out[int(eid)] = (name, community)
-    return out
+    return {int(eid): (name, community) for eid, name, community in _NAMES.rows(conn, ids)}
 
 
 def weighted_score(edge: tuple[int, float]) -> float:
@@ -423,6 +468,15 @@ def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
     )
     return joined, m1, m2, f
 
+
+_NAMES = ByIds(
+    select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id), T_ENTITIES.c.id
+)
+# A concept's relations from either end: (concept, neighbour, count).
+_RELATIONS_OF = (
+    ByIds(select(T_CREL.c.a_id, T_CREL.c.b_id, T_CREL.c.count), T_CREL.c.a_id),
+    ByIds(select(T_CREL.c.b_id, T_CREL.c.a_id, T_CREL.c.count), T_CREL.c.b_id),
+)
 
 _COUNTS = union_all(
     select(T_CREL.c.b_id, T_CREL.c.count).where(
@@ -462,6 +516,20 @@ def _overlaps_statement() -> Select[Any]:
 
 
 _OVERLAPS = _overlaps_statement()
+
+
+def _relation_rows_statement() -> Select[Any]:
+    ids: BindParameter[Any] = bindparam("ids", expanding=True)
+    a, b = T_CREL.c.a_id, T_CREL.c.b_id  # each end read from its own index, nothing else
+    rows = (
+        union_all(select(a).where(a.in_(ids)), select(b).where(b.in_(ids)))
+        .limit(bindparam("cap"))
+        .subquery("rows")
+    )
+    return select(func.count()).select_from(rows)
+
+
+_RELATION_ROWS = _relation_rows_statement()
 
 _ADJACENCY_SQL = driver_sql(
     union_all(

@@ -3,22 +3,18 @@
 :func:`fts_counts` reads what FTS5 alone counts for an expression (its index rows, the matches,
 each phrase's files) in one statement; :meth:`FtsCounts.bounds` turns them into a ceiling on
 every file's ``-bm25``; :func:`oldest_age` and :func:`weight_at_age` turn a decay weight into
-whole days. :mod:`contextgraph.graph.search` ranks with them. :func:`lite_rows` runs a statement
-built on bound parameters as SQLite text compiled once per shape.
+whole days. :mod:`contextgraph.graph.search` ranks with them.
 """
 
 from __future__ import annotations
 
 import math
-import threading
-from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
     Connection,
-    Row,
     Select,
     String,
     bindparam,
@@ -28,12 +24,11 @@ from sqlalchemy import (
     select,
     table,
 )
-from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
-from sqlalchemy.sql import ClauseElement
 
 from contextgraph.graph.decay import SECONDS_PER_DAY, weight
 from contextgraph.settings import Settings
 from contextgraph.store.fulltext import phrases
+from contextgraph.store.sqlcore import lite_rows
 
 # FTS5's bm25 (ext/fts5/fts5_aux.c): k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)),
 # or 1e-6 where that is not positive, N rows in the index and n of them holding the phrase.
@@ -119,35 +114,6 @@ def _counts(phrase_count: int) -> Select[Any]:
     return select(averages, matching("match"), *(matching(f"p{i}") for i in range(phrase_count)))
 
 
-# (statement name, shape...) -> (SQLite text, the values of its constant parameters)
-_COMPILED: dict[Hashable, tuple[str, dict[str, Any]]] = {}
-_COMPILED_MAX = 512
-_compiled_lock = threading.Lock()
-_LITE = sqlite_dialect(paramstyle="named")
-
-
-def lite_rows(
-    conn: Connection, key: Hashable, build: Callable[[], ClauseElement], values: dict[str, Any]
-) -> Sequence[Row[Any]]:
-    """The rows of ``build()`` on SQLite with its bound parameters set from ``values``.
-
-    The statement is built and compiled once per ``key``, which must name everything its text
-    depends on; ``build`` may take no value of one call except through bound parameters. Then
-    it runs at the driver level, without Core's per-call statement work (about as costly as a
-    whole search's SQL).
-    """
-    entry = _COMPILED.get(key)
-    if entry is None:
-        compiled = build().compile(dialect=_LITE)
-        entry = (str(compiled), dict(compiled.params))
-        with _compiled_lock:
-            if len(_COMPILED) >= _COMPILED_MAX:
-                _COMPILED.clear()
-            _COMPILED[key] = entry
-    sql, constants = entry
-    return conn.exec_driver_sql(sql, {**constants, **values}).all()
-
-
 def bm25_bounds(conn: Connection, match: str, *, rare_below: float) -> Bm25Bounds | None:
     """The :class:`Bm25Bounds` of ``match``; phrases in fewer than ``rare_below`` files are rare."""
     counts = fts_counts(conn, match)
@@ -213,7 +179,6 @@ __all__ = [
     "bm25_bounds",
     "fts_counts",
     "fts_row_count",
-    "lite_rows",
     "oldest_age",
     "quoted",
     "weight_at_age",

@@ -164,7 +164,7 @@ _registry_lock = threading.Lock()
 def compile_for(build: Callable[[str], Any], dialect: str, *, literal_binds: bool = False) -> str:
     """Compile ``build(dialect)`` to the driver-level text of ``dialect`` (named parameters)."""
     kwargs = {"literal_binds": True} if literal_binds else {}
-    return str(build(dialect).compile(dialect=_named_dialect(dialect), compile_kwargs=kwargs))
+    return str(build(dialect).compile(dialect=named_dialect(dialect), compile_kwargs=kwargs))
 
 
 def remember(sqlite_text: str, build: Callable[[str], Any], literal_binds: bool) -> None:
@@ -188,7 +188,8 @@ def translate(statement: str, dialect: str) -> str:
     return text
 
 
-def _named_dialect(name: str) -> Dialect:
+def named_dialect(name: str) -> Dialect:
+    """A dialect of ``name`` compiling to named parameters (the driver-level texts' style)."""
     if name == POSTGRESQL:
         from sqlalchemy.dialects.postgresql import psycopg
 
@@ -237,6 +238,7 @@ __all__ = [
     "is_postgresql",
     "least",
     "name_of",
+    "named_dialect",
     "qmark",
     "remember",
     "total",

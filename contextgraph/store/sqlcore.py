@@ -1,7 +1,11 @@
 """Helpers for SQLAlchemy Core statements run in bulk (store layer).
 
 - :func:`chunked` splits id lists for ``IN (...)`` clauses; :func:`rows_by_id` runs a query
-  for a list of ids that way (the id -> name, kind, path ... lookups).
+  for a list of ids that way (the id -> name, kind, path ... lookups), and :class:`ByIds` does
+  the same at the driver level for the lookups made by the thousand (BuildContext's names and
+  adjacency lists).
+- :func:`lite_rows` runs a statement built on bound parameters as SQLite text compiled once per
+  shape, its constants kept with it (search's statements, BuildContext's neighbour lists).
 - :func:`driver_sql` compiles a Core statement once to the SQL text that
   ``Connection.exec_driver_sql`` runs with plain dicts (named parameters). For executemany over
   many thousands of rows, Core's per-row parameter processing costs more than SQLite itself
@@ -12,13 +16,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Connection, Row, Select
+from sqlalchemy import ColumnElement, Connection, Row, Select, bindparam
 from sqlalchemy.sql import ClauseElement
 
-from contextgraph.store.dialect import SQLITE, compile_for, remember
+from contextgraph.store.dialect import SQLITE, compile_for, named_dialect, remember
 
 T = TypeVar("T")
 
@@ -39,6 +44,62 @@ def rows_by_id(
         yield from conn.execute(query.where(key.in_(chunk)))
 
 
+class ByIds:
+    """``query`` restricted to the rows whose ``key`` is one of a list of ids, run as driver SQL.
+
+    Compiled once per list size, sizes padded to a power of two (a short chunk repeats its last
+    id, which an ``IN`` list ignores), so at most ten texts per statement. Core's per-call
+    compilation and result processing cost about 2.5 times what SQLite spends on such a lookup
+    (5,000 names: 22 against 9 ms). The rows keep their column names (``row.id``).
+    """
+
+    def __init__(self, query: Select[Any], key: ColumnElement[Any]) -> None:
+        self.query = query
+        self.key = key
+        self._texts: dict[int, str] = {}
+
+    def rows(self, conn: Connection, ids: Sequence[int]) -> Iterator[Row[*tuple[Any, ...]]]:
+        for chunk in chunked(ids):
+            size = 1 << (len(chunk) - 1).bit_length()
+            params = {f"id{i}": chunk[min(i, len(chunk) - 1)] for i in range(size)}
+            yield from conn.exec_driver_sql(self._text(size), params)
+
+    def _text(self, size: int) -> str:
+        text = self._texts.get(size)
+        if text is None:
+            wanted = self.key.in_([bindparam(f"id{i}") for i in range(size)])
+            text = self._texts[size] = driver_sql(self.query.where(wanted))
+        return text
+
+
+# (statement name, shape...) -> (SQLite text, the values of its constant parameters)
+_COMPILED: dict[Hashable, tuple[str, dict[str, Any]]] = {}
+_COMPILED_MAX = 512
+_compiled_lock = threading.Lock()
+
+
+def lite_rows(
+    conn: Connection, key: Hashable, build: Callable[[], ClauseElement], values: dict[str, Any]
+) -> Sequence[Row[Any]]:
+    """The rows of ``build()`` on SQLite with its bound parameters set from ``values``.
+
+    The statement is built and compiled once per ``key``, which must name everything its text
+    depends on; ``build`` may take no value of one call except through bound parameters. Then
+    it runs at the driver level, without Core's per-call statement work (about as costly as a
+    whole search's SQL).
+    """
+    entry = _COMPILED.get(key)
+    if entry is None:
+        compiled = build().compile(dialect=named_dialect(SQLITE))
+        entry = (str(compiled), dict(compiled.params))
+        with _compiled_lock:
+            if len(_COMPILED) >= _COMPILED_MAX:
+                _COMPILED.clear()
+            _COMPILED[key] = entry
+    sql, constants = entry
+    return conn.exec_driver_sql(sql, {**constants, **values}).all()
+
+
 def driver_sql(stmt: Any, *, literal_binds: bool = False) -> str:
     """The SQLite text of a Core statement, with ``:name`` parameters.
 
@@ -52,4 +113,4 @@ def driver_sql(stmt: Any, *, literal_binds: bool = False) -> str:
     return text
 
 
-__all__ = ["CHUNK", "chunked", "driver_sql", "rows_by_id"]
+__all__ = ["CHUNK", "ByIds", "chunked", "driver_sql", "lite_rows", "rows_by_id"]
