@@ -12,7 +12,6 @@ reused for a *now* between the one it was computed for and that instant. Every a
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
 from collections.abc import Callable, Iterable
@@ -41,7 +40,7 @@ from contextgraph.store.dialect import greatest, least
 from contextgraph.store.dialect import total as float_total
 from contextgraph.store.meta import graph_version
 from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_MENTIONS
-from contextgraph.store.sqlcore import ByIds, chunked, driver_sql, lite_rows
+from contextgraph.store.sqlcore import ByIds, chunked, compiled_rows, driver_sql
 
 MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
 
@@ -368,14 +367,12 @@ class Neighbourhoods:
 
     def _compute(self, cid: int) -> Scored:
         s = self.settings
-        decay = (s.decay_model, s.grace_days, s.half_life_days)
-        values = {"cid": cid, "now": self.now}
-        if self.conn.dialect.name == "sqlite":
-            rows: Iterable[Any] = lite_rows(
-                self.conn, ("scored", *decay), lambda: _scored_statement(*decay), values
-            )
-        else:
-            rows = self.conn.execute(_scored_statement(*decay), values)
+        rows = compiled_rows(
+            self.conn,
+            ("scored", s.decay_model, s.grace_days, s.half_life_days),
+            lambda: _scored_statement(s),
+            {"cid": cid, "now": self.now},
+        )
         edges: dict[int, tuple[int, float]] = {}
         valid_until = math.inf
         for n, co, total, next_tick in rows:
@@ -404,25 +401,24 @@ class Neighbourhoods:
         return result
 
 
-@functools.lru_cache(maxsize=8)
-def _scored_statement(decay_model: str, grace_days: float, half_life_days: float) -> Select[Any]:
+def _scored_statement(settings: Settings) -> Select[Any]:
     """Every neighbour of concept ``:cid`` with its count, weight sum and next tick at ``:now``.
 
     Each of the concept's notes (within the concept limit) is weighed once, in note order; then
-    one row per note and co-occurring concept, summed in that order. Built once per decay
-    settings; on SQLite it runs as driver SQL (thousands of result rows through Core cost more
-    than the join). The tick is the instant a note's age reaches its next whole day; only ages
-    past the grace period change a weight.
+    one row per note and co-occurring concept, summed in that order. Everything but ``cid`` and
+    ``now`` comes from the decay settings, so :func:`compiled_rows` compiles it once per decay
+    settings (thousands of result rows through Core cost more than the join). The tick is the
+    instant a note's age reaches its next whole day; only ages past the grace period change a
+    weight.
     """
-    settings = Settings(
-        decay_model=decay_model, grace_days=grace_days, half_life_days=half_life_days
-    )
     now: BindParameter[float] = bindparam("now", type_=Float)
     cid: BindParameter[int] = bindparam("cid")
     m1, m2, f = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2"), T_FILES.alias("f")
     reference = reference_sql(f)
     age = age_sql(reference, now)
-    tick = case((age + 1 > grace_days, reference + (age + 1) * SECONDS_PER_DAY), else_=None)
+    tick = case(
+        (age + 1 > settings.grace_days, reference + (age + 1) * SECONDS_PER_DAY), else_=None
+    )
     notes = (
         select(
             f.c.id.label("id"),

@@ -77,7 +77,7 @@ from contextgraph.store.dialect import is_postgresql
 from contextgraph.store.fulltext import FullText, full_text, phrases, sqlite_full_text
 from contextgraph.store.identity import file_uri
 from contextgraph.store.models import T_FILES, T_SOURCES
-from contextgraph.store.sqlcore import ByIds, lite_rows
+from contextgraph.store.sqlcore import ByIds, compiled_rows
 
 _F = T_FILES.alias("f")  # aliased once: a fresh alias per call costs more than the query
 _S = T_SOURCES.alias("s")
@@ -179,7 +179,7 @@ def ranked_matches(
 
     Every value of a search is a bound parameter of its statements, so on SQLite each statement
     is built and compiled once per shape (filters given, settings) and then run at the driver
-    level (:func:`contextgraph.store.sqlcore.lite_rows`): Core's per-call building,
+    level (:func:`contextgraph.store.sqlcore.compiled_rows`): Core's per-call building,
     cache-key and parameter work cost about as much as FTS5's own.
     """
     f, s = _F, _S
@@ -240,13 +240,10 @@ class _Ranking:
         self.conn, self.fts, self.conditions = conn, fts, conditions
         self.now, self.settings = now, settings
         self.values, self.shape = values, shape
-        self.lite = not is_postgresql(conn)
 
-    def fetch(self, name: str, build: Callable[[], Select[Any]]) -> Sequence[Row[Any]]:
+    def fetch(self, name: str, build: Callable[[], Select[Any]]) -> Sequence[Any]:
         """The rows of the statement ``build()`` (named ``name`` among this search's)."""
-        if self.lite:
-            return lite_rows(self.conn, (name, *self.shape), build, self.values)
-        return self.conn.execute(build(), self.values).all()
+        return compiled_rows(self.conn, (name, *self.shape), build, self.values)
 
     @functools.cached_property
     def joined(self) -> FromClause:

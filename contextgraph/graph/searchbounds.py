@@ -28,7 +28,7 @@ from sqlalchemy import (
 from contextgraph.graph.decay import SECONDS_PER_DAY, weight
 from contextgraph.settings import Settings
 from contextgraph.store.fulltext import phrases
-from contextgraph.store.sqlcore import lite_rows
+from contextgraph.store.sqlcore import compiled_rows
 
 # FTS5's bm25 (ext/fts5/fts5_aux.c): k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)),
 # or 1e-6 where that is not positive, N rows in the index and n of them holding the phrase.
@@ -92,7 +92,7 @@ def fts_counts(conn: Connection, match: str) -> FtsCounts | None:
         return None
     distinct = sorted({p for p in texts if quoted(p) != match})
     values = {"match": match, **{f"p{i}": quoted(p) for i, p in enumerate(distinct)}}
-    rows = lite_rows(conn, ("counts", len(distinct)), lambda: _counts(len(distinct)), values)
+    rows = compiled_rows(conn, ("counts", len(distinct)), lambda: _counts(len(distinct)), values)
     block, matches, *hits = tuple(rows[0])
     rows_indexed = fts_row_count(block)
     files_with = dict(zip(distinct, (int(n) for n in hits), strict=True))

@@ -4,8 +4,9 @@
   for a list of ids that way (the id -> name, kind, path ... lookups), and :class:`ByIds` does
   the same at the driver level for the lookups made by the thousand (BuildContext's names and
   adjacency lists).
-- :func:`lite_rows` runs a statement built on bound parameters as SQLite text compiled once per
-  shape, its constants kept with it (search's statements, BuildContext's neighbour lists).
+- :func:`compiled_rows` runs a statement built on bound parameters, on SQLite as text compiled
+  once per shape with its constants kept beside it (search's statements, BuildContext's
+  neighbour lists).
 - :func:`driver_sql` compiles a Core statement once to the SQL text that
   ``Connection.exec_driver_sql`` runs with plain dicts (named parameters). For executemany over
   many thousands of rows, Core's per-row parameter processing costs more than SQLite itself
@@ -23,7 +24,7 @@ from typing import Any, TypeVar
 from sqlalchemy import ColumnElement, Connection, Row, Select, bindparam
 from sqlalchemy.sql import ClauseElement
 
-from contextgraph.store.dialect import SQLITE, compile_for, named_dialect, remember
+from contextgraph.store.dialect import SQLITE, compile_for, is_postgresql, named_dialect, remember
 
 T = TypeVar("T")
 
@@ -78,16 +79,18 @@ _COMPILED_MAX = 512
 _compiled_lock = threading.Lock()
 
 
-def lite_rows(
-    conn: Connection, key: Hashable, build: Callable[[], ClauseElement], values: dict[str, Any]
-) -> Sequence[Row[Any]]:
-    """The rows of ``build()`` on SQLite with its bound parameters set from ``values``.
+def compiled_rows(
+    conn: Connection, key: Hashable, build: Callable[[], Select[Any]], values: dict[str, Any]
+) -> Sequence[Any]:
+    """The rows of ``build()`` with its bound parameters set from ``values``.
 
-    The statement is built and compiled once per ``key``, which must name everything its text
-    depends on; ``build`` may take no value of one call except through bound parameters. Then
-    it runs at the driver level, without Core's per-call statement work (about as costly as a
-    whole search's SQL).
+    On SQLite the statement is built and compiled once per ``key``, which must name everything
+    its text depends on (``build`` may take no value of one call except through bound
+    parameters), and runs at the driver level, without Core's per-call statement work (about as
+    costly as a whole search's SQL). Another engine runs ``build()`` through Core.
     """
+    if is_postgresql(conn):
+        return conn.execute(build(), values).all()
     entry = _COMPILED.get(key)
     if entry is None:
         compiled = build().compile(dialect=named_dialect(SQLITE))
@@ -113,4 +116,4 @@ def driver_sql(stmt: Any, *, literal_binds: bool = False) -> str:
     return text
 
 
-__all__ = ["CHUNK", "ByIds", "chunked", "driver_sql", "lite_rows", "rows_by_id"]
+__all__ = ["CHUNK", "ByIds", "chunked", "compiled_rows", "driver_sql", "rows_by_id"]
