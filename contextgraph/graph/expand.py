@@ -37,7 +37,7 @@ from contextgraph.settings import Settings
 from contextgraph.store import db
 from contextgraph.store.identity import file_uri
 from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_REL, T_SOURCES
-from contextgraph.store.sqlcore import chunked, rows_by_id
+from contextgraph.store.sqlcore import ByIds, chunked
 
 
 @dataclass(frozen=True)
@@ -264,21 +264,26 @@ def expand(
 
 def _uris(conn: Connection, ids: list[int]) -> dict[int, str]:
     """The memory:// URI of the file each code entity lives in."""
-    e, f, s = T_ENTITIES, T_FILES, T_SOURCES
-    query = (
-        select(e.c.id, s.c.name, f.c.path)
-        .join(f, f.c.id == e.c.file_id)
-        .join(s, s.c.id == f.c.source_id)
-    )
-    return {int(r.id): file_uri(r.name, r.path) for r in rows_by_id(conn, query, e.c.id, ids)}
+    return {int(r.id): file_uri(r.name, r.path) for r in _URIS.rows(conn, ids)}
 
 
 def _load_names(
     conn: Connection, ids: list[int], names: dict[int, tuple[str, str, str | None]]
 ) -> None:
-    e = T_ENTITIES
-    for r in rows_by_id(conn, select(e.c.id, e.c.name, e.c.kind, e.c.path), e.c.id, ids):
+    for r in _NAMES.rows(conn, ids):
         names[int(r.id)] = (r.name, r.kind, r.path)
+
+
+_URIS = ByIds(
+    select(T_ENTITIES.c.id, T_SOURCES.c.name, T_FILES.c.path)
+    .join(T_FILES, T_FILES.c.id == T_ENTITIES.c.file_id)
+    .join(T_SOURCES, T_SOURCES.c.id == T_FILES.c.source_id),
+    T_ENTITIES.c.id,
+)
+_NAMES = ByIds(
+    select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.kind, T_ENTITIES.c.path),
+    T_ENTITIES.c.id,
+)
 
 
 __all__ = ["STOPWORDS", "ExpandResult", "Expansion", "expand", "passes_quality"]

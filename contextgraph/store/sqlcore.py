@@ -1,9 +1,8 @@
 """Helpers for SQLAlchemy Core statements run in bulk (store layer).
 
-- :func:`chunked` splits id lists for ``IN (...)`` clauses; :func:`rows_by_id` runs a query
-  for a list of ids that way (the id -> name, kind, path ... lookups), and :class:`ByIds` does
-  the same at the driver level for the lookups made by the thousand (BuildContext's names and
-  adjacency lists).
+- :func:`chunked` splits id lists for ``IN (...)`` clauses; :class:`ByIds` runs a query for a
+  list of ids that way, at the driver level (the id -> name, kind, path ... lookups, which
+  BuildContext makes by the thousand).
 - :func:`compiled_rows` runs a statement built on bound parameters, on SQLite as text compiled
   once per shape with its constants kept beside it (search's statements, BuildContext's
   neighbour lists).
@@ -35,14 +34,6 @@ def chunked(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
     """Yield consecutive slices of ``items`` of at most ``size`` elements."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def rows_by_id(
-    conn: Connection, query: Select[Any], key: ColumnElement[Any], ids: Sequence[int]
-) -> Iterator[Row[Any]]:
-    """The rows of ``query`` whose ``key`` is one of ``ids``, asked for :data:`CHUNK` at a time."""
-    for chunk in chunked(ids):
-        yield from conn.execute(query.where(key.in_(chunk)))
 
 
 class ByIds:
@@ -116,4 +107,4 @@ def driver_sql(stmt: Any, *, literal_binds: bool = False) -> str:
     return text
 
 
-__all__ = ["CHUNK", "ByIds", "chunked", "compiled_rows", "driver_sql", "rows_by_id"]
+__all__ = ["CHUNK", "ByIds", "chunked", "compiled_rows", "driver_sql"]
