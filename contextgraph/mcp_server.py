@@ -154,9 +154,14 @@ def _start_watcher(database: str) -> Callable[[], None]:
     stop = threading.Event()
     graph = ContextGraph.open(database, settings=Settings.from_env())
     watcher = Watcher(graph)
-    thread = threading.Thread(
-        target=watcher.run, args=(stop,), name="contextgraph-watch", daemon=True
-    )
+    return _on_thread(lambda: watcher.run(stop), "contextgraph-watch", stop, graph)
+
+
+def _on_thread(
+    target: Callable[[], None], name: str, stop: threading.Event, graph: ContextGraph
+) -> Callable[[], None]:
+    """Start ``target`` on a daemon thread; return what stops it (``stop``) and closes ``graph``."""
+    thread = threading.Thread(target=target, name=name, daemon=True)
     thread.start()
 
     def halt() -> None:
@@ -193,15 +198,7 @@ def _start_refresher(database: str, every: float = REFRESH_CHECK_SECONDS) -> Cal
             if stop.wait(every):
                 return
 
-    thread = threading.Thread(target=loop, name="contextgraph-weights", daemon=True)
-    thread.start()
-
-    def halt() -> None:
-        stop.set()
-        thread.join(timeout=30)
-        graph.close()
-
-    return halt
+    return _on_thread(loop, "contextgraph-weights", stop, graph)
 
 
 def serve(
