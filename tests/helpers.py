@@ -75,6 +75,15 @@ def write_numbered_notes(root: Path, count: int, tag: str = "") -> None:
         )
 
 
+def write_topic_notes(vault: Path, count: int, tail: str = "") -> None:
+    """``count`` flat notes ``nNNN.md``, each linking two of twenty topics (then ``tail``)."""
+    vault.mkdir(parents=True, exist_ok=True)
+    for n in range(count):
+        (vault / f"n{n:03d}.md").write_text(
+            f"[[Topic {n % 13}]] [[Topic {n % 7 + 20}]] note {n}{tail}\n", encoding="utf-8"
+        )
+
+
 def run_script(name: str, *argv: str, timeout: float = 900) -> dict[str, Any]:
     """Run ``scripts/<name>.py`` in a child process and return the JSON object it prints."""
     env = child_env()

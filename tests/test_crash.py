@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import kill_sync_mid_way, run_script, snapshot
+from helpers import kill_sync_mid_way, run_script, snapshot, write_topic_notes
 
 from contextgraph import ContextGraph
 
@@ -52,11 +52,7 @@ def test_a_sync_killed_after_some_batches_committed_is_completed_by_the_next(
     tmp_path: Path,
 ) -> None:
     vault = tmp_path / "vault"
-    vault.mkdir()
-    for n in range(300):
-        (vault / f"n{n:03d}.md").write_text(
-            f"[[Topic {n % 13}]] [[Topic {n % 7 + 20}]] note {n}\n", encoding="utf-8"
-        )
+    write_topic_notes(vault, 300)
     database = tmp_path / "graph.db"
     committed = kill_sync_mid_way(database, vault, files=300)
     assert _integrity(database) == "ok"

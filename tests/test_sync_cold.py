@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from helpers import Writer, kill_sync_mid_way, snapshot
+from helpers import Writer, kill_sync_mid_way, snapshot, write_topic_notes
 from sqlalchemy import text
 
 from contextgraph import ContextGraph, Settings
@@ -144,11 +144,7 @@ def test_a_cold_load_killed_mid_way_is_consistent_and_completed_by_the_next(
     tmp_path: Path,
 ) -> None:
     vault = tmp_path / "vault"
-    vault.mkdir()
-    for n in range(300):
-        (vault / f"n{n:03d}.md").write_text(
-            f"[[Topic {n % 13}]] [[Topic {n % 7 + 20}]] note {n} FooBar\n", encoding="utf-8"
-        )
+    write_topic_notes(vault, 300, " FooBar")
     database = tmp_path / "graph.db"
     kill_sync_mid_way(database, vault, files=300)
     with ContextGraph.open(database) as live:
