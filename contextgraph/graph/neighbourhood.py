@@ -316,16 +316,9 @@ class Neighbourhoods:
             found = weights.load(self.conn, cid, self.now, limit=FIRST_RANKS)
             if found is not None:
                 rows, valid_until = found
-                known = self.state.names
-                edges: dict[int, tuple[int, float]] = {}
-                for n, co, total, name, community in rows:
-                    edges[n] = (co, total)
-                    known[n] = (name, community)
                 if len(rows) < FIRST_RANKS:  # that was all of it
-                    result = Scored(edges, list(edges), self.now, valid_until)
-                    self.state.scored[cid] = result
-                    self.state.edges += len(edges)
-                    return result
+                    return self._remember(cid, rows, valid_until)
+                edges = self._edges_of(rows)
                 return Scored(edges, list(edges), self.now, valid_until, self._reader(cid))
         return self._compute(cid)
 
@@ -390,15 +383,22 @@ class Neighbourhoods:
         self, cid: int, rows: list[tuple[int, int, float, str, int | None]], valid_until: float
     ) -> Scored:
         """Cache a precomputed list (already in rank order, names and communities included)."""
+        edges = self._edges_of(rows)
+        result = Scored(edges, list(edges), self.now, valid_until)
+        self.state.scored[cid] = result
+        self.state.edges += len(edges)
+        return result
+
+    def _edges_of(
+        self, rows: list[tuple[int, int, float, str, int | None]]
+    ) -> dict[int, tuple[int, float]]:
+        """The edges of precomputed rows (in rank order); their names join the known ones."""
         known = self.state.names
         edges: dict[int, tuple[int, float]] = {}
         for n, co, total, name, community in rows:
             edges[n] = (co, total)
             known[n] = (name, community)
-        result = Scored(edges, list(edges), self.now, valid_until)
-        self.state.scored[cid] = result
-        self.state.edges += len(edges)
-        return result
+        return edges
 
 
 def _scored_statement(settings: Settings) -> Select[Any]:
