@@ -258,7 +258,22 @@ def _write_membership(conn: Connection, rows: list[dict[str, int]]) -> None:
 
 
 def recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
-    """Detect communities over the concept graph now, store them and record the run."""
+    """Detect communities over the concept graph now, store them and record the run.
+
+    The cyclic GC stays paused throughout, not only while :func:`_read` runs: the graph's
+    hundreds of thousands of edge tuples live until the run is stored, and every full collection
+    meanwhile would walk them all for nothing (nothing here builds reference cycles).
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _recompute(engine, settings)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
     # igraph loads only here: listing the stored communities never needs it.
     from contextgraph.graph.partition import assign_stable_ids, check_arguments, partition
 
