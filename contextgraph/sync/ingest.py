@@ -7,8 +7,7 @@ in a process pool) and writes the results in short transactions.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from contextgraph.graph.searchterms import identifier_parts, meta_terms_of
 from contextgraph.store.identity import content_hash
@@ -16,9 +15,13 @@ from contextgraph.store.identity import content_hash
 Status = Literal["new", "same", "failed"]
 
 
-@dataclass(frozen=True)
-class Job:
-    """One file to look at; ``known_hash`` is what the store has (None for a new file)."""
+class Job(NamedTuple):
+    """One file to look at; ``known_hash`` is what the store has (None for a new file).
+
+    Jobs and results are named tuples, not frozen dataclasses: they cross between processes by
+    the ten thousand, and the process that writes unpickles a tuple faster (bench.py's 13,415
+    results: 0.07 against 0.11 s CPU).
+    """
 
     path: str
     abspath: str
@@ -27,8 +30,7 @@ class Job:
     max_bytes: int
 
 
-@dataclass(frozen=True)
-class Prepared:
+class Prepared(NamedTuple):
     """What :func:`prepare` found: ``status`` is ``new`` (to apply), ``same`` or ``failed``."""
 
     path: str
