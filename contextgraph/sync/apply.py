@@ -11,6 +11,7 @@ compiled once (:func:`~contextgraph.store.sqlcore.driver_sql`), then executed wi
 
 from __future__ import annotations
 
+import gc
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -263,7 +264,23 @@ def apply_ops(
 
     ``index_inserts``: SQLite's full-text insert trigger is off (a cold load), so the inserted
     rows are indexed here (:func:`contextgraph.store.fulltext.index_files`).
+
+    The cyclic GC is paused meanwhile: a batch builds a parameter dict per file, mention and
+    concept (tens of thousands), none of them in a reference cycle, and the collections they
+    set off walked every object the process holds (about 0.1 s of a 13,415-note cold load).
     """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _apply_ops(conn, settings, source_id, ops, index_inserts)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _apply_ops(
+    conn: Connection, settings: Settings, source_id: int, ops: list[FileOp], index_inserts: bool
+) -> tuple[bool, bool]:
     code_changed = any(_changes_code(op) for op in ops)
     stats = [op for op in ops if isinstance(op, Stat)]
     renames = [op for op in ops if isinstance(op, Rename)]
