@@ -486,6 +486,28 @@ def test_modularity_matches_igraph_on_a_random_graph(engine: Engine) -> None:
         assert run.edge_count == len(edges)
 
 
+def test_the_graph_read_gives_the_relation_rows_in_scan_order(engine: Engine) -> None:
+    # The read takes the relations as whole columns (JSON arrays on SQLite): they must be the
+    # rows a plain SELECT gives, in its order, since igraph's result depends on the edge order.
+    rng = random.Random(5)
+    names = [f"r{i:03d}" for i in reversed(range(60))]  # ids against name order
+    edges = {(x, y): rng.randint(1, 9) for x, y in combinations(names, 2) if rng.random() < 0.2}
+    add_graph(engine, names, edges)
+    with db.write(engine) as conn:  # a non-positive count is read and counted, but no edge
+        a, b = conn.execute(select(T_CREL.c.a_id, T_CREL.c.b_id).limit(1)).one()
+        conn.execute(update(T_CREL).where(T_CREL.c.a_id == a, T_CREL.c.b_id == b).values(count=0))
+    with db.read(engine) as conn:
+        rows = conn.execute(select(T_CREL.c.a_id, T_CREL.c.b_id, T_CREL.c.count)).all()
+        snap = communities._read(conn)
+    index = {eid: i for i, eid in enumerate(snap.ids)}
+    assert snap.names == sorted(names)
+    kept = [(a, b, w) for a, b, w in rows if w > 0]
+    assert 0 < len(kept) < len(rows)
+    assert snap.pairs == [(index[a], index[b]) for a, b, _ in kept]
+    assert snap.weights == [w for _, _, w in kept]
+    assert snap.fingerprint[2:] == (len(rows), float(sum(w for _, _, w in rows)))
+
+
 def test_leiden_setting_is_used_and_recorded(engine: Engine) -> None:
     add_graph(engine, [], CLIQUES)
     run = recompute(engine, LEIDEN)

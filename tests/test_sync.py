@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import threading
@@ -332,3 +333,22 @@ def test_incremental_sync_equals_a_from_scratch_sync(
         new_db.drop(fresh_url)
     live.close()
     new_db.drop(live_url)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_sync_leaves_the_cyclic_gc_as_it_found_it(
+    store: ContextGraph, vault: Path, write: Writer, enabled: bool
+) -> None:
+    # Batches and the communities run pause the GC; neither may leave it off, or turn it on.
+    write("a.md", "[[Alpha]] [[Beta]] [[Gamma]]")
+    write("b.md", "[[Beta]] [[Delta]]")
+    was = gc.isenabled()
+    if not enabled:
+        gc.disable()
+    try:
+        report = store.sync([vault])
+        assert report.communities is not None and report.communities > 0
+        assert gc.isenabled() is enabled
+    finally:
+        if was:
+            gc.enable()
