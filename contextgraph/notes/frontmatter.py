@@ -48,6 +48,8 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _INT_TAG = "tag:yaml.org,2002:int"
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _RESOLVER: Any = yaml.resolver.Resolver()
+_SCALARS: dict[str, tuple[bool, Any]] = {}  # plain scalar -> what _simple_scalar says
+_SCALARS_MAX = 4096
 
 _FM_OPEN_RE = re.compile(r"---[ \t]*(?:\r\n|\r|\n)")
 _FM_CLOSE_RE = re.compile(r"[\n\r](?:---|\.\.\.)[ \t]*(?:\r\n|\r|\n|\Z)")
@@ -114,8 +116,18 @@ def _simple_scalar(text: str) -> tuple[bool, Any]:
     """(True, value) when the plain scalar ``text`` is a str, a decimal int or a date; else False.
 
     The tag comes from PyYAML's resolver (the one its loaders use), so a word the loader takes
-    for a bool, a null or a float is never read as a string here.
+    for a bool, a null or a float is never read as a string here. Answers are remembered (a
+    bounded table): keys and dates repeat from note to note, and every value is immutable.
     """
+    known = _SCALARS.get(text)
+    if known is None:
+        if len(_SCALARS) >= _SCALARS_MAX:
+            _SCALARS.clear()
+        known = _SCALARS[text] = _resolve_scalar(text)
+    return known
+
+
+def _resolve_scalar(text: str) -> tuple[bool, Any]:
     tag = _RESOLVER.resolve(yaml.nodes.ScalarNode, text, (True, False))
     if tag == _STR_TAG:
         return True, text
