@@ -79,6 +79,19 @@ T_FILES = Table(
     Index("ix_files_hash", "hash"),
 )
 
+# Each file's dates and source, the columns search tests on every match, in a narrow table:
+# ``files`` rows hold the whole text, so reading them walks a page per row or two. Triggers on
+# ``files`` are its only writers (migration 0005), so it holds one row per file, equal to it.
+T_SEARCH_DATES = Table(
+    "search_dates",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),  # files.id
+    Column("source_id", Integer, nullable=False),
+    Column("created", Float),
+    Column("modified", Float, nullable=False),
+    Column("last_accessed", Float),
+)
+
 # A node of the one graph: a concept, a code file, a code symbol or an external package.
 T_ENTITIES = Table(
     "entities",
