@@ -1,35 +1,34 @@
-"""``search_dates`` (migration 0005) holds exactly each file's dates and source, on both engines."""
+"""``search_dates`` (migration 0005): each file's source and decay reference time, kept in step
+with ``files`` by triggers on both engines, and the recent windows stay exact without it."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
 from contextgraph import ContextGraph
+from contextgraph.graph.decay import reference_sql
 from contextgraph.graph.ftsquery import build_match
 from contextgraph.graph.search import ranked_matches
 from contextgraph.settings import Settings
 from contextgraph.store import db
 from contextgraph.store.models import T_FILES, T_SEARCH_DATES
 from tests.helpers import Writer
+from tests.test_search_ranking import NOW, every_match_scored
 
 pytestmark = pytest.mark.engines("sqlite", "postgresql")
 
-_COLUMNS = ("id", "source_id", "created", "modified", "last_accessed")
-
-
-def _rows(graph: ContextGraph, table: object) -> list[tuple[object, ...]]:
-    with db.read(graph.engine) as conn:
-        columns = [table.c[name] for name in _COLUMNS]  # type: ignore[attr-defined]
-        return [tuple(r) for r in conn.execute(select(*columns).order_by(columns[0]))]
-
 
 def _assert_in_step(graph: ContextGraph) -> None:
-    files = _rows(graph, T_FILES)
-    assert files
-    assert _rows(graph, T_SEARCH_DATES) == files
+    f, d = T_FILES, T_SEARCH_DATES
+    with db.read(graph.engine) as conn:
+        files = conn.execute(select(f.c.id, f.c.source_id, reference_sql(f)).order_by(f.c.id))
+        expected = [tuple(r) for r in files]
+        dates = conn.execute(select(d.c.id, d.c.source_id, d.c.reference).order_by(d.c.id))
+        assert expected and [tuple(r) for r in dates] == expected
 
 
 def test_search_dates_follow_every_write_of_files(
@@ -52,7 +51,7 @@ def test_search_dates_follow_every_write_of_files(
     write("e.md", "# E\n\nepsilon words", root=other)
     store.sync([other], name="o")
     _assert_in_step(store)
-    store.remove_source("o")  # files go by the sources' cascade
+    store.remove_source("o")  # its files go by the foreign key's cascade
     _assert_in_step(store)
     assert {h.path for h in store.search("words").hits} == {"a.md", "b.md", "d.md"}
 
@@ -69,30 +68,53 @@ def test_the_upgrade_copies_the_dates_of_existing_files(
     before = graph.search("words", now="2026-12-01T00:00:00Z").as_dict()
     db.downgrade(graph.engine, "0004_relation_weights")
     with db.read(graph.engine) as conn:
-        tables = conn.exec_driver_sql("SELECT name FROM sqlite_master").scalars().all()
-    assert "search_dates" not in tables and "search_dates_insert" not in tables
+        names = set(conn.exec_driver_sql("SELECT name FROM sqlite_master").scalars())
+    assert not {n for n in names if n.startswith("search_dates")}
     db.upgrade(graph.engine)
     _assert_in_step(graph)
     assert graph.search("words", now="2026-12-01T00:00:00Z").as_dict() == before
     graph.close()
 
 
-@pytest.mark.sqlite_only
-def test_a_file_without_its_dates_row_is_still_ranked_exactly(
-    db_path: Path, vault: Path, write: Writer
-) -> None:
-    """Dates removed behind the triggers' back: the recent windows see it and rank the exact way."""
-    for n in range(300):
-        write(f"n{n:03d}.md", f"# N{n}\n\ncommon words {n}", created=f"20{10 + n % 16}-01-01")
+@pytest.fixture
+def old_notes(db_path: Path, tmp_path: Path, write: Writer) -> Path:
+    """300 notes of two sources, all matching "common", dated from 2010 to 2025."""
+    for source in ("one", "two"):
+        for n in range(150):
+            body = f"# N{n}\n\ncommon words {n}"
+            write(f"n{n:03d}.md", body, created=f"20{10 + n % 16}-01-01", root=tmp_path / source)
     graph = ContextGraph.open(db_path)
-    graph.sync([vault], name="v")
-    with db.read(graph.engine) as conn:
-        match = build_match("common")
-        assert match is not None
-        stamp = 1796083200.0  # 2026-12-01T00:00:00Z
-        expected = ranked_matches(conn, match, settings=Settings(), now=stamp, top=10)
-    with graph.engine.begin() as conn:
-        conn.exec_driver_sql("DELETE FROM search_dates WHERE id % 3 = 0")
-    with db.read(graph.engine) as conn:
-        assert ranked_matches(conn, match, settings=Settings(), now=stamp, top=10) == expected
+    for source in ("one", "two"):
+        graph.sync([tmp_path / source], name=source)
     graph.close()
+    return db_path
+
+
+def _ranked_as_every_match(db_path: Path) -> None:
+    graph = ContextGraph.open(db_path)
+    match = build_match("common")
+    assert match is not None
+    with db.read(graph.engine) as conn:
+        expected = every_match_scored(conn, match, Settings())
+        found, total = ranked_matches(conn, match, settings=Settings(), now=NOW, top=10)
+    graph.close()
+    assert total == len(expected)
+    assert found == expected[:10]
+
+
+@pytest.mark.sqlite_only
+def test_files_without_their_dates_rows_are_still_ranked_exactly(old_notes: Path) -> None:
+    """Dates removed behind the triggers' back: the recent windows see it and rank the exact way."""
+    _ranked_as_every_match(old_notes)
+    with sqlite3.connect(old_notes) as conn:
+        conn.execute("DELETE FROM search_dates WHERE id % 3 = 0")
+    _ranked_as_every_match(old_notes)
+
+
+@pytest.mark.sqlite_only
+def test_files_of_a_source_deleted_without_foreign_keys_are_not_counted(old_notes: Path) -> None:
+    with sqlite3.connect(old_notes) as conn:  # foreign keys off: no cascade to the files
+        conn.execute("DELETE FROM sources WHERE name = 'one'")
+        assert conn.execute("SELECT count(*) FROM files").fetchone() == (300,)
+        assert conn.execute("SELECT count(*) FROM search_dates").fetchone() == (150,)
+    _ranked_as_every_match(old_notes)

@@ -51,7 +51,7 @@ from sqlalchemy import (
 )
 
 from contextgraph.errors import InvalidArgument, NotFound
-from contextgraph.graph.decay import SECONDS_PER_DAY, weight_sql
+from contextgraph.graph.decay import SECONDS_PER_DAY, reference_weight_sql, weight_sql
 from contextgraph.graph.ftsquery import build_match, query_terms
 from contextgraph.graph.read import check_relative
 from contextgraph.graph.searchbounds import (
@@ -296,24 +296,25 @@ class _Ranking:
         a ``rare`` phrase), ordering first, unfiltered, any match without its file or source.
 
         Unfiltered, each window scans every match with outer joins: an index out of step with
-        the files then shows, and the count is taken the joined way instead. There the dates
-        and source are read from ``search_dates`` (a narrow copy of them), and the ``files``
-        row only for the matches let through.
+        the files then shows, and the count is taken the joined way instead. There each match
+        is tested on its ``search_dates`` row (a narrow copy of its reference time, present
+        only while its source is), and joined to ``files`` only once let through.
         """
-        f, s = _F, _S
-        dated = f if filtered else _D
-        window: list[ColumnElement[bool]] = [
-            dated.c.last_accessed >= _SINCE,
-            func.coalesce(dated.c.created, dated.c.modified) >= _SINCE,
-        ]
+        f, s, d = _F, _S, _D
+        if filtered:
+            window = [
+                f.c.last_accessed >= _SINCE,
+                func.coalesce(f.c.created, f.c.modified) >= _SINCE,
+            ]
+        else:  # the reference time is the later of those two, so the same test
+            window = [d.c.reference >= _SINCE]
         if rare:  # files holding a rare phrase are scored whatever their age
             where = FTS_NAME.op("MATCH")(bindparam("rare", type_=String))
-            holding = select(FTS_ROWID).where(where)
-            window.append(dated.c.id.in_(holding.correlate(None).scalar_subquery()))
+            holding = select(FTS_ROWID).where(where).correlate(None).scalar_subquery()
+            window.append((f if filtered else d).c.id.in_(holding))
         if filtered:
             base, order = self.query, self.by_score
         else:
-            d = _D
             outer = (
                 FTS_TABLE.outerjoin(d, d.c.id == FTS_ROWID)
                 .outerjoin(f, f.c.id == FTS_ROWID)
@@ -321,14 +322,13 @@ class _Ranking:
             )
             # Let through on the dates row (the file and source are joined only for the
             # window's files), then told apart by the joined rows.
-            known = select(T_SOURCES.c.id).scalar_subquery()
-            window.append(or_(d.c.id.is_(None), d.c.source_id.not_in(known)))
+            window.append(d.c.id.is_(None))
             lost = or_(d.c.id.is_(None), f.c.id.is_(None), s.c.id.is_(None))
 
             def scored(value: ColumnElement[Any]) -> ColumnElement[Any]:
                 return case((lost, null()), else_=value)  # FTS5 cannot rank a row it lost
 
-            decay = weight_sql(d, _NOW, self.settings)
+            decay = reference_weight_sql(d.c.reference, _NOW, self.settings)
             columns = (*self.columns[:5], scored(self.bm25).label("bm25"))
             columns += (scored(decay).label("decay"),)
             base = select(*columns).select_from(outer).where(*self.conditions)
