@@ -30,6 +30,26 @@ def _schema(path: Path) -> list[tuple[str, str, str]]:
         conn.close()
 
 
+def _dates(path: Path) -> list[tuple[object, ...]]:
+    """search_dates by file path, after checking it holds a row for exactly the stored files
+    with the reference time migration 0005's trigger computes."""
+    conn = sqlite3.connect(path)
+    try:
+        expected = conn.execute(
+            "SELECT f.path, f.source_id, max(coalesce(f.last_accessed, coalesce(f.created,"
+            " f.modified)), coalesce(f.created, f.modified)) FROM files f ORDER BY f.path"
+        ).fetchall()
+        stored = conn.execute(
+            "SELECT f.path, d.source_id, d.reference FROM search_dates d"
+            " JOIN files f ON f.id = d.id ORDER BY f.path"
+        ).fetchall()
+        count = conn.execute("SELECT count(*) FROM search_dates").fetchone()[0]
+    finally:
+        conn.close()
+    assert stored == expected and count == len(expected)
+    return [(p, r) for p, _, r in stored]
+
+
 def _index(path: Path) -> list[tuple[object, ...]]:
     """Every (term, file path, column, offset) the FTS5 index holds, and its integrity."""
     conn = sqlite3.connect(path)
@@ -76,8 +96,9 @@ def test_a_cold_load_equals_a_row_by_row_load_and_keeps_the_schema(
         with db.read(cold.engine) as conn:
             assert not meta.is_stale(conn, coldload.COLD_LOAD)
         assert cold.doctor().ok
-    assert _schema(cold_db) == _schema(warm_db)  # the trigger is back, exactly as it was
+    assert _schema(cold_db) == _schema(warm_db)  # the triggers are back, exactly as they were
     assert _index(cold_db) == _index(warm_db)
+    assert _dates(cold_db) == _dates(warm_db)  # written by the batches, not the trigger
 
 
 def test_a_load_into_a_store_with_files_keeps_the_trigger(
@@ -153,6 +174,7 @@ def test_a_cold_load_killed_mid_way_is_consistent_and_completed_by_the_next(
             indexed = conn.execute(text("SELECT count(*) FROM files_fts_docsize")).scalar_one()
             stored = conn.execute(text("SELECT count(*) FROM files")).scalar_one()
         assert indexed == stored
+        assert len(_dates(database)) == stored  # every committed file has its dates row
         live.sync()
         with db.read(live.engine) as conn:
             assert not meta.is_stale(conn, coldload.COLD_LOAD)
@@ -160,6 +182,7 @@ def test_a_cold_load_killed_mid_way_is_consistent_and_completed_by_the_next(
     with ContextGraph.open(tmp_path / "fresh.db") as fresh:
         fresh.sync([vault])
     assert _index(database) == _index(tmp_path / "fresh.db")
+    assert _dates(database) == _dates(tmp_path / "fresh.db")
     assert _schema(database) == _schema(tmp_path / "fresh.db")
 
 

@@ -39,6 +39,7 @@ from contextgraph.store.fulltext import index_files
 from contextgraph.store.meta import bump_version
 from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_MENTIONS
 from contextgraph.store.sqlcore import chunked, driver_sql
+from contextgraph.sync.coldload import fill_search_dates
 
 if TYPE_CHECKING:
     from contextgraph.sync.ingest import Prepared
@@ -262,8 +263,10 @@ def apply_ops(
 ) -> tuple[bool, bool]:
     """Move every file of ``ops`` to its new state; return (concept graph changed, code changed).
 
-    ``index_inserts``: SQLite's full-text insert trigger is off (a cold load), so the inserted
-    rows are indexed here (:func:`contextgraph.store.fulltext.index_files`).
+    ``index_inserts``: SQLite's insert triggers of ``files`` are off (a cold load), so the
+    inserted rows are indexed and their ``search_dates`` written here
+    (:func:`contextgraph.store.fulltext.index_files`,
+    :func:`contextgraph.sync.coldload.fill_search_dates`).
 
     The cyclic GC is paused meanwhile: a batch builds a parameter dict per file, mention and
     concept (tens of thousands), none of them in a reference cycle, and the collections they
@@ -354,7 +357,9 @@ def _apply_ops(
             rows = conn.execute(_statement("file_ids"), {"source": source_id, "paths": list(paths)})
             new_ids.update(rows.all())
         if index_inserts:
-            index_files(conn, sorted(new_ids.values()))
+            inserted = sorted(new_ids.values())
+            index_files(conn, inserted)
+            fill_search_dates(conn, inserted)
 
     applied = [(op.old.id, op.new) for op in graph_updates]
     applied += [(new_ids[op.path], op.new) for op in inserts]

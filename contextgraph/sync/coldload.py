@@ -1,14 +1,17 @@
 """A cold load: a sync into a SQLite store without any file builds what it can once, not per row.
 
-Two kinds of schema object cost a cold load more per row than built once: the full-text insert
-trigger (FTS5 row by row costs about 1.5x one ``INSERT INTO files_fts … SELECT`` per batch) and
-the secondary indexes of the two big link tables, which every co-occurrence upsert and mention
-insert must also update. So the first batch of a cold load, in its own write transaction, keeps
-their SQL in the stale mark :data:`COLD_LOAD` of ``meta`` and drops them; each batch then
-indexes its new files' text itself, inside its transaction
-(:func:`contextgraph.store.fulltext.index_files`), so the full-text index never lags the files;
-and one transaction at the end recreates the objects exactly as they were (:func:`restore`).
-Without the indexes, queries give the same answers, only slower, for the length of the load.
+Two kinds of schema object cost a cold load more per row than built once: the insert triggers of
+``files`` (the full-text one: FTS5 row by row costs about 1.5x one ``INSERT INTO files_fts …
+SELECT`` per batch; the one that copies a file's source and reference time into
+``search_dates``, migration 0005) and the secondary indexes of the two big link tables, which
+every co-occurrence upsert and mention insert must also update. So the first batch of a cold
+load, in its own write transaction, keeps their SQL in the stale mark :data:`COLD_LOAD` of
+``meta`` and drops them; each batch then does the triggers' work for its new files itself,
+inside its transaction (:func:`contextgraph.store.fulltext.index_files` and
+:func:`fill_search_dates`), so neither the full-text index nor ``search_dates`` ever lags the
+files; and one transaction at the end recreates the objects exactly as they were
+(:func:`restore`). Without the indexes, queries give the same answers, only slower, for the
+length of the load.
 
 A sync killed in between leaves the mark: every sync starts by calling :func:`restore` (under
 the sync lock, before any of its batches), and every writer of ``files`` is a sync.
@@ -20,20 +23,24 @@ parallel with the load; nothing is deferred there.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
-from sqlalchemy import Connection, Index, column, select
+from sqlalchemy import DDL, Connection, Index, column, insert, select
 from sqlalchemy import table as table_clause
 
 from contextgraph.errors import CorruptDatabase
+from contextgraph.graph.decay import reference_sql
 from contextgraph.store import meta
 from contextgraph.store.dialect import is_postgresql
-from contextgraph.store.models import T_CREL, T_MENTIONS
+from contextgraph.store.models import T_CREL, T_FILES, T_MENTIONS, T_SEARCH_DATES, T_SOURCES
+from contextgraph.store.sqlcore import chunked
 
 COLD_LOAD = "cold-load"  # the stale mark; its value: {name: SQL} of the objects dropped
 _TRIGGER = "files_fts_insert"  # the full-text insert trigger (migration 0003)
-# What a cold load builds once, besides the trigger: the link tables' secondary indexes.
+_DATES_TRIGGER = "search_dates_insert"  # copies each new file's dates (migration 0005)
+# What a cold load builds once, besides the triggers: the link tables' secondary indexes.
 _INDEXES = ("ix_concept_relations_b_id_a_id", "ix_mentions_concept_id_file_id")
-DEFERRED = (_TRIGGER, *_INDEXES)
+DEFERRED = (_TRIGGER, _DATES_TRIGGER, *_INDEXES)
 _MASTER = table_clause("sqlite_master", column("type"), column("name"), column("sql"))
 
 
@@ -41,7 +48,8 @@ def defer(conn: Connection) -> bool:
     """Drop the :data:`DEFERRED` objects, keeping their SQL; False if already deferred.
 
     Call inside the write transaction of a cold load's first batch (SQLite only). While this is
-    in effect, whoever inserts files must index their text (the trigger is gone).
+    in effect, whoever inserts files must index their text and write their ``search_dates`` rows
+    (the insert triggers are gone).
     """
     if is_deferred(conn):
         return False
@@ -50,6 +58,9 @@ def defer(conn: Connection) -> bool:
     meta.put(conn, meta.STALE_PREFIX + COLD_LOAD, json.dumps(kept, sort_keys=True))
     if _TRIGGER in kept:
         conn.exec_driver_sql("DROP TRIGGER files_fts_insert")
+    if _DATES_TRIGGER in kept:
+        # Migration DDL that Core has no construct for; restore() runs the kept CREATE again.
+        conn.execute(DDL("DROP TRIGGER search_dates_insert"))  # type: ignore[no-untyped-call]
     for index in _model_indexes():
         if index.name in kept:
             index.drop(conn)
@@ -81,9 +92,26 @@ def restore(conn: Connection) -> None:
     meta.clear_stale(conn, COLD_LOAD)
 
 
+def fill_search_dates(conn: Connection, file_ids: Sequence[int]) -> None:
+    """Copy the given files' source and reference time into ``search_dates``, as the deferred
+    insert trigger would have (the same expression: :func:`contextgraph.graph.decay.reference_sql`;
+    only files whose source exists get a row)."""
+    files = T_FILES
+    source_exists = select(T_SOURCES.c.id).where(T_SOURCES.c.id == files.c.source_id).exists()
+    for chunk in chunked(file_ids):
+        rows = select(files.c.id, files.c.source_id, reference_sql(files)).where(
+            files.c.id.in_(chunk), source_exists
+        )
+        conn.execute(
+            insert(T_SEARCH_DATES)
+            .prefix_with("OR REPLACE", dialect="sqlite")
+            .from_select(["id", "source_id", "reference"], rows)
+        )
+
+
 def _model_indexes() -> list[Index]:
     tables = (T_CREL, T_MENTIONS)
     return [index for t in tables for index in t.indexes if index.name in _INDEXES]
 
 
-__all__ = ["COLD_LOAD", "DEFERRED", "defer", "is_deferred", "restore"]
+__all__ = ["COLD_LOAD", "DEFERRED", "defer", "fill_search_dates", "is_deferred", "restore"]
