@@ -264,14 +264,14 @@ def expand(
 
 def _uris(conn: Connection, ids: list[int]) -> dict[int, str]:
     """The memory:// URI of the file each code entity lives in."""
-    return {int(r.id): file_uri(r.name, r.path) for r in _URIS.rows(conn, ids)}
+    return {int(eid): file_uri(name, path) for eid, name, path in _URIS.rows(conn, ids)}
 
 
 def _load_names(
     conn: Connection, ids: list[int], names: dict[int, tuple[str, str, str | None]]
 ) -> None:
-    for r in _NAMES.rows(conn, ids):
-        names[int(r.id)] = (r.name, r.kind, r.path)
+    for eid, name, kind, path in _NAMES.rows(conn, ids):
+        names[int(eid)] = (name, kind, path)
 
 
 _URIS = ByIds(

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from sqlalchemy import (
+    ColumnElement,
     Connection,
     Engine,
     Float,
@@ -40,7 +41,14 @@ from contextgraph.store.dialect import greatest, least
 from contextgraph.store.dialect import total as float_total
 from contextgraph.store.meta import graph_version
 from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_MENTIONS
-from contextgraph.store.sqlcore import ByIds, chunked, compiled_rows, driver_sql
+from contextgraph.store.sqlcore import (
+    ByIds,
+    ForIds,
+    chunked,
+    compiled_tuples,
+    driver_rows,
+    driver_sql,
+)
 
 MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
 
@@ -153,7 +161,7 @@ class Neighbourhoods:
         cached = self.state.adjacency.get(cid)
         if cached is not None:
             return cached
-        out: dict[int, int] = dict(self.conn.exec_driver_sql(_ADJACENCY_SQL, {"c": cid}).fetchall())
+        out: dict[int, int] = dict(driver_rows(self.conn, _ADJACENCY_SQL, {"c": cid}))
         self.state.adjacency[cid] = out
         self.state.edges += len(out)
         return out
@@ -184,7 +192,6 @@ class Neighbourhoods:
 
     def strengths(self, ids: list[int]) -> dict[int, int]:
         """Sum of co-occurrence counts per concept (its weighted degree), summed in SQL."""
-        cr = T_CREL
         known = self.state.strengths
         missing = [i for i in ids if i not in known]
         if missing and self._weights_valid():
@@ -192,15 +199,11 @@ class Neighbourhoods:
 
             known.update(weights.strengths(self.conn, missing))
             missing = []
-        for chunk in chunked(missing):
-            totals = dict.fromkeys(chunk, 0)
-            for side in (cr.c.a_id, cr.c.b_id):
-                rows = self.conn.execute(
-                    select(side, func.sum(cr.c.count)).where(side.in_(chunk)).group_by(side)
-                )
-                for cid, total in rows:
-                    totals[int(cid)] += int(total)
-            known.update(totals)
+        totals = dict.fromkeys(missing, 0)
+        for side in _STRENGTHS:
+            for cid, total in side.rows(self.conn, missing):
+                totals[int(cid)] += int(total)
+        known.update(totals)
         return {i: known[i] for i in ids}
 
     def overlaps(
@@ -224,10 +227,9 @@ class Neighbourhoods:
             out = self._overlaps_by_walking(adjacent, frozenset(candidates), min_shared)
         else:
             out = {}
-            for chunk in chunked(candidates):
-                params = {"q": qid, "ids": list(chunk), "k": max(1, min_shared)}
-                for c, shared, overlap, strength in self.conn.execute(_OVERLAPS, params):
-                    out[int(c)] = (int(shared), int(overlap), int(strength))
+            params = {"q": qid, "k": max(1, min_shared)}
+            for c, shared, overlap, strength in _OVERLAPS.rows(self.conn, candidates, params):
+                out[int(c)] = (int(shared), int(overlap), int(strength))
         self.state.overlaps[key] = out
         self.state.edges += len(out) + 1
         return out
@@ -253,8 +255,8 @@ class Neighbourhoods:
         for chunk in chunked(ids):
             if found >= cap:
                 break
-            params = {"ids": list(chunk), "cap": cap - found}
-            found += int(self.conn.execute(_RELATION_ROWS, params).scalar_one())
+            for (rows,) in _RELATION_ROWS.rows(self.conn, chunk, {"cap": cap - found}):
+                found += int(rows)
         return found
 
     def _overlaps_by_walking(
@@ -345,12 +347,7 @@ class Neighbourhoods:
         ids = list(others)
         if cached is not None:
             return {o: cached[o] for o in ids if o in cached}
-        out: dict[int, int] = {}
-        for chunk in chunked(ids):
-            params = {"c": cid, "o": list(chunk)}
-            for other, count in self.conn.execute(_COUNTS, params):
-                out[int(other)] = int(count)
-        return out
+        return {int(o): int(count) for o, count in _COUNTS.rows(self.conn, ids, {"c": cid})}
 
     def _cached(self, cid: int) -> Scored | None:
         cached = self.state.scored.get(cid)
@@ -360,7 +357,7 @@ class Neighbourhoods:
 
     def _compute(self, cid: int) -> Scored:
         s = self.settings
-        rows = compiled_rows(
+        rows = compiled_tuples(
             self.conn,
             ("scored", s.decay_model, s.grace_days, s.half_life_days),
             lambda: _scored_statement(s),
@@ -474,18 +471,30 @@ _RELATIONS_OF = (
     ByIds(select(T_CREL.c.b_id, T_CREL.c.a_id, T_CREL.c.count), T_CREL.c.b_id),
 )
 
-_COUNTS = union_all(
-    select(T_CREL.c.b_id, T_CREL.c.count).where(
-        T_CREL.c.a_id == bindparam("c"), T_CREL.c.b_id.in_(bindparam("o", expanding=True))
-    ),
-    select(T_CREL.c.a_id, T_CREL.c.count).where(
-        T_CREL.c.b_id == bindparam("c"), T_CREL.c.a_id.in_(bindparam("o", expanding=True))
-    ),
+# The counts of concept :c with some others, from either end: (other, count).
+_COUNTS = ForIds(
+    lambda ids: union_all(
+        select(T_CREL.c.b_id, T_CREL.c.count).where(
+            T_CREL.c.a_id == bindparam("c"), T_CREL.c.b_id.in_(ids)
+        ),
+        select(T_CREL.c.a_id, T_CREL.c.count).where(
+            T_CREL.c.b_id == bindparam("c"), T_CREL.c.a_id.in_(ids)
+        ),
+    )
 )
 
 
-def _overlaps_statement() -> Select[Any]:
-    ids: BindParameter[Any] = bindparam("ids", expanding=True)
+# Weighted degrees, one end at a time: (concept, sum of its relations' counts).
+def _strengths_statement(side: ColumnElement[int]) -> ForIds:
+    return ForIds(
+        lambda ids: select(side, func.sum(T_CREL.c.count)).where(side.in_(ids)).group_by(side)
+    )
+
+
+_STRENGTHS = (_strengths_statement(T_CREL.c.a_id), _strengths_statement(T_CREL.c.b_id))
+
+
+def _overlaps_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
     r = T_CREL.alias("r")
     sides = union_all(
         select(r.c.a_id.label("c"), r.c.b_id.label("n"), r.c.count.label("w")).where(
@@ -511,11 +520,10 @@ def _overlaps_statement() -> Select[Any]:
     )
 
 
-_OVERLAPS = _overlaps_statement()
+_OVERLAPS = ForIds(_overlaps_statement)
 
 
-def _relation_rows_statement() -> Select[Any]:
-    ids: BindParameter[Any] = bindparam("ids", expanding=True)
+def _relation_rows_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
     a, b = T_CREL.c.a_id, T_CREL.c.b_id  # each end read from its own index, nothing else
     rows = (
         union_all(select(a).where(a.in_(ids)), select(b).where(b.in_(ids)))
@@ -525,7 +533,7 @@ def _relation_rows_statement() -> Select[Any]:
     return select(func.count()).select_from(rows)
 
 
-_RELATION_ROWS = _relation_rows_statement()
+_RELATION_ROWS = ForIds(_relation_rows_statement)
 
 _ADJACENCY_SQL = driver_sql(
     union_all(
