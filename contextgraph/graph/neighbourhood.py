@@ -103,9 +103,10 @@ class _State:
     scored: dict[int, Scored] = field(default_factory=dict)
     strengths: dict[int, int] = field(default_factory=dict)
     members: dict[int, frozenset[int]] = field(default_factory=dict)
-    # (query, min_shared, candidates) -> what overlaps() found; counts only, so no decay in it
-    overlaps: dict[tuple[int, int, tuple[int, ...]], dict[int, tuple[int, int, int]]] = field(
-        default_factory=dict
+    # (query, min_shared, min_overlap, candidates) -> what overlaps() found; counts only, so
+    # no decay in it
+    overlaps: dict[tuple[int, int, float, tuple[int, ...]], dict[int, tuple[int, int, int]]] = (
+        field(default_factory=dict)
     )
     edges: int = 0
 
@@ -166,26 +167,6 @@ class Neighbourhoods:
         self.state.edges += len(out)
         return out
 
-    def unread_adjacencies(self, ids: Iterable[int]) -> list[int]:
-        """Those of ``ids`` whose :meth:`adjacency` is not cached yet."""
-        cache = self.state.adjacency
-        return [i for i in ids if i not in cache]
-
-    def adjacencies(self, ids: Iterable[int]) -> dict[int, dict[int, int]]:
-        """:meth:`adjacency` of many concepts, the missing ones read in batches."""
-        ids = list(ids)
-        cache = self.state.adjacency
-        missing = self.unread_adjacencies(ids)
-        for chunk in chunked(missing):
-            found: dict[int, dict[int, int]] = {c: {} for c in chunk}
-            for side in _RELATIONS_OF:
-                for c, n, w in side.rows(self.conn, chunk):
-                    found[int(c)][int(n)] = int(w)
-            for c, around in found.items():
-                cache[c] = around
-                self.state.edges += len(around)
-        return {i: cache[i] for i in ids}
-
     def can_prune_siblings(self) -> bool:
         """Whether precomputed strengths are there to bound the sibling candidates."""
         return self._weights_valid()
@@ -207,47 +188,64 @@ class Neighbourhoods:
         return {i: known[i] for i in ids}
 
     def overlaps(
-        self, qid: int, adjacent: dict[int, int], candidates: list[int], min_shared: int
+        self,
+        qid: int,
+        adjacent: dict[int, int],
+        community_id: int,
+        candidates: list[int],
+        min_shared: int,
+        min_overlap: float,
     ) -> dict[int, tuple[int, int, int]]:
         """c -> (shared neighbours with ``qid``, Σ min of the two counts, strength of c).
 
-        ``adjacent`` is ``qid``'s :meth:`adjacency`. Candidates sharing fewer than
-        ``min_shared`` neighbours (and at least one) are left out; the strength is c's weighted
-        degree. Two exact ways, chosen by what they would read (:meth:`walk_is_cheaper`): walk
-        the neighbours' adjacency lists in Python (reading and caching the unread ones, which
-        keeps a long-running process that visits concept after concept cheap), or one SQL
-        aggregate per chunk of candidates that matches every relation (c, n) with (q, n) by its
-        primary key, in C. The answer depends on co-occurrence counts only, so it is cached
-        with the state (which the graph version keys): a warm call reads nothing."""
-        key = (qid, min_shared, tuple(candidates))
+        ``adjacent`` is ``qid``'s :meth:`adjacency`, the ``candidates`` members of
+        ``community_id``. Left out: candidates sharing fewer than ``min_shared`` neighbours (and
+        at least one), and some whose ``overlap / strength`` is proven below ``min_overlap``;
+        the strength is c's weighted degree. Two exact ways in SQL, chosen by what they would
+        read (:meth:`walk_is_cheaper`), each aggregating in C:
+        - walk the neighbours' relations to the community's members. That sees the part of each
+          member's strength that the walk crossed, a lower bound of it: a member whose overlap
+          is already below ``min_overlap`` of that part is dropped before its strength is read;
+        - match every relation (c, n) of the candidates with (q, n) by its primary key.
+        The answer depends on co-occurrence counts only, so it is cached with the state (which
+        the graph version keys): a warm call reads nothing."""
+        key = (qid, min_shared, min_overlap, tuple(candidates))
         cached = self.state.overlaps.get(key)
         if cached is not None:
             return cached
-        if self.walk_is_cheaper(self.unread_adjacencies(adjacent), candidates):
-            out = self._overlaps_by_walking(adjacent, frozenset(candidates), min_shared)
+        params = {"q": qid, "k": max(1, min_shared)}
+        out: dict[int, tuple[int, int, int]] = {}
+        if self.walk_is_cheaper(list(adjacent), candidates):
+            wanted = set(candidates)
+            values = {**params, "cm": community_id}
+            found: dict[int, tuple[int, int]] = {}
+            for c, shared, overlap, crossed in compiled_tuples(
+                self.conn, ("sibling-walk",), _walk_statement, values
+            ):
+                # strength ≥ crossed, so overlap / strength ≤ overlap / crossed (also once
+                # rounded: division rounds monotonically), the ratio the caller keeps.
+                if c in wanted and overlap / crossed >= min_overlap:
+                    found[int(c)] = (int(shared), int(overlap))
+            strength = self.strengths(sorted(found))
+            out = {c: (shared, overlap, strength[c]) for c, (shared, overlap) in found.items()}
         else:
-            out = {}
-            params = {"q": qid, "k": max(1, min_shared)}
-            for c, shared, overlap, strength in _OVERLAPS.rows(self.conn, candidates, params):
-                out[int(c)] = (int(shared), int(overlap), int(strength))
+            for c, shared, overlap, total in _OVERLAPS.rows(self.conn, candidates, params):
+                out[int(c)] = (int(shared), int(overlap), int(total))
         self.state.overlaps[key] = out
         self.state.edges += len(out) + 1
         return out
 
-    def walk_is_cheaper(self, unread: list[int], candidates: list[int]) -> bool:
-        """Whether walking reads fewer relation rows than the aggregate would match.
+    def walk_is_cheaper(self, neighbours: list[int], candidates: list[int]) -> bool:
+        """Whether walking the ``neighbours``' relations reads no more rows than matching every
+        relation of the ``candidates``.
 
-        The walk reads every relation of the ``unread`` neighbours (cached ones cost nothing);
-        the aggregate matches every relation of the ``candidates``. Both are counted in SQL
-        (index entries only, each count stopping at the other's figure), which costs a small
-        fraction of either: a cold call at a hub whose community is mostly its neighbours
-        aggregates over a handful of candidates instead of reading a hundred thousand rows,
-        and a concept of few neighbours in a large community walks them.
+        Both are counted in SQL (index entries only, the second count stopping at the first),
+        which costs a small fraction of either: a cold call at a hub whose community is
+        mostly its neighbours matches a handful of candidates instead of walking a hundred
+        thousand relations, and a concept of few neighbours in a large community walks them.
         """
-        if not unread:
-            return True
-        matched = self.relation_rows(candidates, SIBLING_COUNT_CAP)
-        return self.relation_rows(unread, matched + 1) <= matched
+        walked = self.relation_rows(neighbours, SIBLING_COUNT_CAP)
+        return self.relation_rows(candidates, walked) >= walked
 
     def relation_rows(self, ids: list[int], cap: int) -> int:
         """The relations of the concepts ``ids`` (one per end), counted up to ``cap``."""
@@ -258,24 +256,6 @@ class Neighbourhoods:
             for (rows,) in _RELATION_ROWS.rows(self.conn, chunk, {"cap": cap - found}):
                 found += int(rows)
         return found
-
-    def _overlaps_by_walking(
-        self, adjacent: dict[int, int], members: frozenset[int], min_shared: int
-    ) -> dict[int, tuple[int, int, int]]:
-        shared: dict[int, int] = {}
-        overlap: dict[int, int] = {}
-        for n, around in self.adjacencies(adjacent).items():
-            w_qn = adjacent[n]
-            if len(members) < len(around):
-                common = [c for c in members if c in around]
-            else:
-                common = [c for c in around if c in members]
-            for c in common:
-                shared[c] = shared.get(c, 0) + 1
-                overlap[c] = overlap.get(c, 0) + min(w_qn, around[c])
-        candidates = sorted(c for c, k in shared.items() if k >= max(1, min_shared))
-        strength = self.strengths(candidates)
-        return {c: (shared[c], overlap[c], strength[c]) for c in candidates}
 
     def members(self, community_id: int) -> frozenset[int]:
         """The concept ids of one community."""
@@ -465,12 +445,6 @@ def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
 _NAMES = ByIds(
     select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id), T_ENTITIES.c.id
 )
-# A concept's relations from either end: (concept, neighbour, count).
-_RELATIONS_OF = (
-    ByIds(select(T_CREL.c.a_id, T_CREL.c.b_id, T_CREL.c.count), T_CREL.c.a_id),
-    ByIds(select(T_CREL.c.b_id, T_CREL.c.a_id, T_CREL.c.count), T_CREL.c.b_id),
-)
-
 # The counts of concept :c with some others, from either end: (other, count).
 _COUNTS = ForIds(
     lambda ids: union_all(
@@ -521,6 +495,34 @@ def _overlaps_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
 
 
 _OVERLAPS = ForIds(_overlaps_statement)
+
+
+def _walk_statement() -> Select[Any]:
+    """The members of community ``:cm`` sharing at least ``:k`` neighbours with concept ``:q``:
+    (member, shared neighbours, Σ min of the two counts, Σ of the member's counts with them), by
+    walking the relations of ``:q``'s neighbours (``:q`` itself is among the rows: the caller
+    keeps only its candidates)."""
+    q_id: BindParameter[int] = bindparam("q")
+    near = union_all(
+        select(T_CREL.c.b_id.label("n"), T_CREL.c.count.label("w")).where(T_CREL.c.a_id == q_id),
+        select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == q_id),
+    )
+    qn = near.cte("qn").prefix_with("MATERIALIZED")
+    r, e = T_CREL.alias("r"), T_ENTITIES.alias("e")
+
+    def walk(here: ColumnElement[int], there: ColumnElement[int]) -> Select[Any]:
+        member = and_(e.c.id == there, e.c.community_id == bindparam("cm"))
+        return select(
+            there.label("c"), least(qn.c.w, r.c.count).label("m"), r.c.count.label("w")
+        ).select_from(qn.join(r, here == qn.c.n).join(e, member))
+
+    rows = union_all(walk(r.c.a_id, r.c.b_id), walk(r.c.b_id, r.c.a_id)).subquery("rows")
+    shared = func.count()
+    return (
+        select(rows.c.c, shared, func.sum(rows.c.m), func.sum(rows.c.w))
+        .group_by(rows.c.c)
+        .having(shared >= bindparam("k"))
+    )
 
 
 def _relation_rows_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
