@@ -189,9 +189,8 @@ def build_context(
     expanded: tuple[ExpandedRelation, ...] = ()
     if depth > 1 and scored.at(0) is not None:
         if scored.complete:
-            names = nb.names(scored.edges)
-            by_count = sorted(scored.edges, key=lambda n: (-scored.edges[n][0], names[n][0]))
-            frontier = by_count[: settings.expansion_frontier]
+            counts = {n: edge[0] for n, edge in scored.edges.items()}
+            frontier = _strongest(nb, counts, settings.expansion_frontier)
             seen = {qid, *scored.edges}
         else:  # a prefix of a precomputed list: the same neighbours and counts, stored
             adjacent = nb.adjacency(qid)

@@ -60,10 +60,16 @@ FIRST_RANKS = 32  # ranks of a precomputed list read by the first look (then dou
 class Scored:
     """The neighbours of one concept: id -> (co-occurrence count, sum of note weights).
 
-    ``ranked`` lists them by weightedScore desc, count desc, name. A complete list (``more`` is
-    None) holds every neighbour. A list read from the precomputed lists may be a prefix: then
-    :meth:`at` reads further ranks on demand through ``more`` (inside the read transaction that
-    made the list), and ``edges`` holds only the neighbours read so far.
+    ``ranked`` lists them by weightedScore desc, count desc, name, as far as :meth:`at` has been
+    asked. A complete list (``more`` is None) holds every neighbour in ``edges``:
+    - computed here, it keeps ``order``, every neighbour by weightedScore and count, and ranks
+      on demand: :meth:`at` takes the next stretch of ``order`` (ending where a tie ends), reads
+      the names of those neighbours through ``names`` and orders the ties by name. BuildContext
+      reads a few dozen ranks of a hub's thousands, so the rest is never named nor ordered;
+    - read from the precomputed lists, it is ranked already.
+    A list read from the precomputed lists may be a prefix: then :meth:`at` reads further ranks
+    on demand through ``more`` (inside the read transaction that made the list), and ``edges``
+    holds only the neighbours read so far.
     """
 
     edges: dict[int, tuple[int, float]]
@@ -71,6 +77,8 @@ class Scored:
     computed_at: float = 0.0
     valid_until: float = math.inf
     more: Callable[[int, int], list[tuple[int, int, float]]] | None = None
+    order: list[int] = field(default_factory=list)
+    names: Callable[[list[int]], dict[int, tuple[str, int | None]]] | None = None
 
     @property
     def complete(self) -> bool:
@@ -78,6 +86,9 @@ class Scored:
 
     def at(self, rank: int) -> int | None:
         """The neighbour at ``rank`` (0-based), or None past the end of the list."""
+        while rank >= len(self.ranked) and len(self.ranked) < len(self.order):
+            start = len(self.ranked)
+            self._rank(start + max(FIRST_RANKS, start, rank + 1 - start))
         while rank >= len(self.ranked) and self.more is not None:
             start = len(self.ranked)
             want = max(FIRST_RANKS, start, rank + 1 - start)
@@ -88,6 +99,33 @@ class Scored:
             if len(rows) < want:
                 self.more = None
         return self.ranked[rank] if rank < len(self.ranked) else None
+
+    def view(self, names: Callable[[list[int]], dict[int, tuple[str, int | None]]]) -> Scored:
+        """This list for one caller: a computed list's ranks are its own (cached lists are
+        shared by the threads of a process), its names read through ``names``."""
+        if not self.order:
+            return self
+        return Scored(self.edges, [], self.computed_at, self.valid_until, None, self.order, names)
+
+    def _rank(self, stop: int) -> None:
+        """Rank ``order`` up to ``stop`` at least, and on to the end of the tie there."""
+        order, edges = self.order, self.edges
+        start = len(self.ranked)
+        stop = min(stop, len(order))
+
+        def key(n: int) -> tuple[float, int]:
+            return (-weighted_score(edges[n]), -edges[n][0])
+
+        last = key(order[stop - 1])
+        while stop < len(order) and key(order[stop]) == last:
+            stop += 1
+        stretch = order[start:stop]
+        assert self.names is not None, "a computed list is ranked through a view"
+        names = self.names(stretch)
+        # ``order`` is sorted by this key without the name, stably: sorting a stretch that ends
+        # at a tie's end by the whole key ranks it exactly as sorting the whole list would.
+        stretch.sort(key=lambda n: (*key(n), names[n][0]))
+        self.ranked.extend(stretch)
 
 
 # Community siblings: counting the relation rows each way stops at this many (see
@@ -270,24 +308,13 @@ class Neighbourhoods:
             self.state.members[community_id] = cached
         return cached
 
-    def scored(self, cid: int) -> Scored:
-        """Every neighbour with its exact weightedScore (sum of its shared notes' weights)."""
-        cached = self._cached(cid)
-        if cached is not None:
-            return cached
-        if self._weights_valid():
-            from contextgraph.graph import weights
-
-            found = weights.load(self.conn, cid, self.now)
-            if found is not None:
-                return self._remember(cid, *found)
-        return self._compute(cid)
-
     def ranked(self, cid: int) -> Scored:
-        """:meth:`scored`, but a precomputed list is read only as far as :meth:`Scored.at` asks.
+        """Every neighbour with its exact weightedScore (sum of its shared notes' weights),
+        ranked as far as :meth:`Scored.at` asks.
 
-        The prefix is not kept in the process cache (further ranks must come from the same
-        read transaction); a complete list read or computed here is.
+        A precomputed list is read only that far; such a prefix is not kept in the process
+        cache (further ranks must come from the same read transaction); a complete list read or
+        computed here is.
         """
         cached = self._cached(cid)
         if cached is not None:
@@ -332,7 +359,7 @@ class Neighbourhoods:
     def _cached(self, cid: int) -> Scored | None:
         cached = self.state.scored.get(cid)
         if cached is not None and cached.computed_at <= self.now < cached.valid_until:
-            return cached
+            return cached.view(self.names)
         return None
 
     def _compute(self, cid: int) -> Scored:
@@ -349,12 +376,11 @@ class Neighbourhoods:
             edges[int(n)] = (int(co), float(total))
             if next_tick is not None:
                 valid_until = min(valid_until, float(next_tick))
-        names = self.names(edges)
-        ranked = sorted(edges, key=lambda n: (-weighted_score(edges[n]), -edges[n][0], names[n][0]))
-        result = Scored(edges, ranked, self.now, valid_until)
+        order = sorted(edges, key=lambda n: (-weighted_score(edges[n]), -edges[n][0]))
+        result = Scored(edges, [], self.now, valid_until, order=order)
         self.state.scored[cid] = result
         self.state.edges += len(edges)
-        return result
+        return result.view(self.names)
 
     def _remember(
         self, cid: int, rows: list[tuple[int, int, float, str, int | None]], valid_until: float
