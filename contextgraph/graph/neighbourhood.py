@@ -299,10 +299,8 @@ class Neighbourhoods:
         """The concept ids of one community."""
         cached = self.state.members.get(community_id)
         if cached is None:
-            rows = self.conn.execute(
-                select(T_ENTITIES.c.id).where(
-                    T_ENTITIES.c.community_id == community_id, T_ENTITIES.c.kind == "concept"
-                )
+            rows = compiled_tuples(
+                self.conn, ("members",), _members_statement, {"cm": community_id}
             )
             cached = frozenset(int(r[0]) for r in rows)
             self.state.members[community_id] = cached
@@ -370,13 +368,11 @@ class Neighbourhoods:
             lambda: _scored_statement(s),
             {"cid": cid, "now": self.now},
         )
-        edges: dict[int, tuple[int, float]] = {}
-        valid_until = math.inf
-        for n, co, total, next_tick in rows:
-            edges[int(n)] = (int(co), float(total))
-            if next_tick is not None:
-                valid_until = min(valid_until, float(next_tick))
-        order = sorted(edges, key=lambda n: (-weighted_score(edges[n]), -edges[n][0]))
+        edges = {int(n): (int(co), float(total)) for n, co, total, _ in rows}
+        ticks = (float(tick) for *_, tick in rows if tick is not None)
+        valid_until = min(ticks, default=math.inf)
+        rank_keys = {n: (-weighted_score(edge), -edge[0]) for n, edge in edges.items()}
+        order = sorted(edges, key=rank_keys.__getitem__)
         result = Scored(edges, [], self.now, valid_until, order=order)
         self.state.scored[cid] = result
         self.state.edges += len(edges)
@@ -521,6 +517,13 @@ def _overlaps_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
 
 
 _OVERLAPS = ForIds(_overlaps_statement)
+
+
+def _members_statement() -> Select[Any]:
+    concept = T_ENTITIES.c
+    return select(concept.id).where(
+        concept.community_id == bindparam("cm"), concept.kind == "concept"
+    )
 
 
 def _walk_statement() -> Select[Any]:
