@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from sqlalchemy import (
     ColumnElement,
+    CompoundSelect,
     Connection,
     Engine,
     Float,
@@ -46,8 +47,6 @@ from contextgraph.store.sqlcore import (
     ForIds,
     chunked,
     compiled_tuples,
-    driver_rows,
-    driver_sql,
 )
 
 MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
@@ -200,7 +199,9 @@ class Neighbourhoods:
         cached = self.state.adjacency.get(cid)
         if cached is not None:
             return cached
-        out: dict[int, int] = dict(driver_rows(self.conn, _ADJACENCY_SQL, {"c": cid}))
+        out: dict[int, int] = dict(
+            compiled_tuples(self.conn, ("adjacency",), _adjacency_statement, {"c": cid})
+        )
         self.state.adjacency[cid] = out
         self.state.edges += len(out)
         return out
@@ -566,12 +567,13 @@ def _relation_rows_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
 
 _RELATION_ROWS = ForIds(_relation_rows_statement)
 
-_ADJACENCY_SQL = driver_sql(
-    union_all(
+
+def _adjacency_statement() -> CompoundSelect[Any]:
+    """The relations of concept ``:c`` from either end: (neighbour, count)."""
+    return union_all(
         select(T_CREL.c.b_id, T_CREL.c.count).where(T_CREL.c.a_id == bindparam("c")),
         select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == bindparam("c")),
     )
-)
 
 
 __all__ = ["Neighbourhoods", "Scored", "cooccurrences", "entity_names", "weighted_score"]

@@ -2,8 +2,8 @@
 
 - :func:`chunked` splits id lists for ``IN (...)`` clauses; :class:`ForIds` and :class:`ByIds`
   run a statement for a list of ids that way, at the driver level (the id -> name, kind, path
-  ... lookups, which BuildContext makes by the thousand); :func:`driver_rows` fetches plain
-  tuples, on SQLite straight from the sqlite3 cursor.
+  ... lookups, which BuildContext makes by the thousand), fetching plain tuples, on SQLite
+  straight from the sqlite3 cursor.
 - :func:`compiled_rows` (and :func:`compiled_tuples`) run a statement built on bound
   parameters, on SQLite as text compiled once per shape with its constants kept beside it
   (search's statements, BuildContext's neighbour lists).
@@ -147,15 +147,6 @@ def compiled_tuples(
     return _shaped(key, build).tuples(conn, values)
 
 
-def driver_rows(conn: Connection, sql: str, params: Any) -> list[tuple[Any, ...]]:
-    """The rows of driver-level ``sql`` (:func:`driver_sql`) as plain tuples, on SQLite straight
-    from the sqlite3 cursor; another engine runs the text through
-    :meth:`Connection.exec_driver_sql`, which translates it."""
-    if is_postgresql(conn):
-        return [tuple(row) for row in conn.exec_driver_sql(sql, params)]
-    return _sqlite_cursor(conn).execute(sql, params).fetchall()
-
-
 def _sqlite_cursor(conn: Connection) -> sqlite3.Cursor:
     """A cursor of the sqlite3 connection under ``conn``, inside ``conn``'s transaction."""
     dbapi = conn.connection.dbapi_connection
@@ -183,6 +174,5 @@ __all__ = [
     "chunked",
     "compiled_rows",
     "compiled_tuples",
-    "driver_rows",
     "driver_sql",
 ]
