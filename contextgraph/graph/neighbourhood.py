@@ -278,11 +278,15 @@ class Neighbourhoods:
         """Whether walking the ``neighbours``' relations reads no more rows than matching every
         relation of the ``candidates``.
 
-        Both are counted in SQL (index entries only, the second count stopping at the first),
-        which costs a small fraction of either: a cold call at a hub whose community is
-        mostly its neighbours matches a handful of candidates instead of walking a hundred
-        thousand relations, and a concept of few neighbours in a large community walks them.
+        Both are counted in SQL (index entries only), the side of fewer concepts first and the
+        other only as far as the first count, which costs a small fraction of either: a cold
+        call at a hub whose community is mostly its neighbours matches a handful of candidates
+        instead of walking a hundred thousand relations, and a concept of few neighbours in a
+        large community walks them.
         """
+        if len(candidates) < len(neighbours):
+            matched = self.relation_rows(candidates, SIBLING_COUNT_CAP)
+            return self.relation_rows(neighbours, matched + 1) <= matched
         walked = self.relation_rows(neighbours, SIBLING_COUNT_CAP)
         return self.relation_rows(candidates, walked) >= walked
 
