@@ -226,7 +226,7 @@ def expand(
             related = 0 if rtype == "defines" and outward else 1
             candidate = (float(weight), int(count), related, src, str(rtype))
             current = best.get(dst)
-            if current is None or candidate[:3] > current[:3]:
+            if current is None or _better(candidate, current, names):
                 best[dst] = candidate
         _load_names(conn, [n for n in best if n not in names], names)
         degree = _degrees(conn, list(best), settings.expand_min_weight) if best else {}
@@ -260,6 +260,24 @@ def expand(
     results = [replace(r, uri=uris.get(n)) for r, n in zip(results, result_ids, strict=True)]
     matched = tuple(sorted({v[0] for v in seed_entities.values()}))
     return ExpandResult(tuple(clean), matched, tuple(results))
+
+
+def _better(
+    candidate: tuple[float, int, int, int, str],
+    current: tuple[float, int, int, int, str],
+    names: dict[int, tuple[str, str, str | None]],
+) -> bool:
+    """Whether ``candidate`` (weight, count, not-only-defined, from, type) is the better edge to
+    its entity: the heavier, then the more frequent, then a relation before a mere ``defines``;
+    between equals, the ``via`` of the smaller name (then id), then the smaller type, so the
+    answer never depends on the order the rows came in."""
+    if candidate[:3] != current[:3]:
+        return candidate[:3] > current[:3]
+    return (names[candidate[3]][0], candidate[3], candidate[4]) < (
+        names[current[3]][0],
+        current[3],
+        current[4],
+    )
 
 
 def _uris(conn: Connection, ids: list[int]) -> dict[int, str]:
