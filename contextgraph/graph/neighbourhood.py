@@ -42,12 +42,7 @@ from contextgraph.store.dialect import greatest, least
 from contextgraph.store.dialect import total as float_total
 from contextgraph.store.meta import graph_version
 from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_MENTIONS
-from contextgraph.store.sqlcore import (
-    ByIds,
-    ForIds,
-    chunked,
-    compiled_tuples,
-)
+from contextgraph.store.sqlcore import ByIds, ForIds, chunked, compiled_tuples
 
 MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
 
@@ -112,23 +107,20 @@ class Scored:
         start = len(self.ranked)
         stop = min(stop, len(order))
 
-        def key(n: int) -> tuple[float, int]:
-            return (-weighted_score(edges[n]), -edges[n][0])
-
-        last = key(order[stop - 1])
-        while stop < len(order) and key(order[stop]) == last:
+        last = rank_key(edges[order[stop - 1]])
+        while stop < len(order) and rank_key(edges[order[stop]]) == last:
             stop += 1
         stretch = order[start:stop]
         assert self.names is not None, "a computed list is ranked through a view"
         names = self.names(stretch)
-        # ``order`` is sorted by this key without the name, stably: sorting a stretch that ends
+        # ``order`` is sorted by rank_key without the name, stably: sorting a stretch that ends
         # at a tie's end by the whole key ranks it exactly as sorting the whole list would.
-        stretch.sort(key=lambda n: (*key(n), names[n][0]))
+        stretch.sort(key=lambda n: (*rank_key(edges[n]), names[n][0]))
         self.ranked.extend(stretch)
 
 
-# Community siblings: counting the relation rows each way stops at this many (see
-# Neighbourhoods.overlaps); past it the SQL aggregate is chosen without counting further.
+# Community siblings: counting the relation rows of either way stops at this many (see
+# Neighbourhoods.walk_is_cheaper); past it both ways read that much, and either may be chosen.
 SIBLING_COUNT_CAP = 200_000
 
 
@@ -376,7 +368,7 @@ class Neighbourhoods:
         edges = {int(n): (int(co), float(total)) for n, co, total, _ in rows}
         ticks = (float(tick) for *_, tick in rows if tick is not None)
         valid_until = min(ticks, default=math.inf)
-        rank_keys = {n: (-weighted_score(edge), -edge[0]) for n, edge in edges.items()}
+        rank_keys = {n: rank_key(edge) for n, edge in edges.items()}
         order = sorted(edges, key=rank_keys.__getitem__)
         result = Scored(edges, [], self.now, valid_until, order=order)
         self.state.scored[cid] = result
@@ -455,6 +447,11 @@ def weighted_score(edge: tuple[int, float]) -> float:
     """weightedScore = count × (mean weight), computed as the spec states it."""
     co, total = edge
     return co * (total / co)
+
+
+def rank_key(edge: tuple[int, float]) -> tuple[float, int]:
+    """A neighbour's place in its list before the name: weightedScore desc, then count desc."""
+    return (-weighted_score(edge), -edge[0])
 
 
 def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
