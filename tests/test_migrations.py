@@ -23,6 +23,7 @@ EXPECTED_TABLES = {
     "files_fts_config",
     "relation_weights",
     "relation_weight_windows",
+    "search_dates",
     "files_fts_data",
     "files_fts_docsize",
     "files_fts_idx",

@@ -40,7 +40,11 @@ def weight(reference: float, now: float, settings: Settings) -> float:
 
 
 def reference_sql(files: FromClause) -> ColumnElement[float]:
-    """SQL for a files row's reference time (``files`` is the table or an alias of it)."""
+    """SQL for a files row's reference time (``files`` is the table or an alias of it).
+
+    Migration 0005 keeps this per file in ``search_dates.reference`` (its triggers spell the
+    same expression): a change here needs a migration there.
+    """
     base = func.coalesce(files.c.created, files.c.modified)
     return greatest(func.coalesce(files.c.last_accessed, base), base)
 
@@ -58,7 +62,15 @@ def weight_sql(
     files: FromClause, now: float | ColumnElement[float], settings: Settings
 ) -> ColumnElement[float]:
     """SQL computing :func:`weight` for each row of ``files``; same numbers as the Python one."""
-    age = age_sql(reference_sql(files), now)
+    return reference_weight_sql(reference_sql(files), now, settings)
+
+
+def reference_weight_sql(
+    reference: ColumnElement[float], now: float | ColumnElement[float], settings: Settings
+) -> ColumnElement[float]:
+    """SQL computing :func:`weight` of a reference-time expression (such as a stored
+    :func:`reference_sql`)."""
+    age = age_sql(reference, now)
     grace = literal(settings.grace_days, Float)
     decayed: ColumnElement[float]
     if settings.decay_model == "exponential":

@@ -51,7 +51,7 @@ from sqlalchemy import (
 )
 
 from contextgraph.errors import InvalidArgument, NotFound
-from contextgraph.graph.decay import SECONDS_PER_DAY, weight_sql
+from contextgraph.graph.decay import SECONDS_PER_DAY, reference_weight_sql, weight_sql
 from contextgraph.graph.ftsquery import build_match, query_terms
 from contextgraph.graph.read import check_relative
 from contextgraph.graph.searchbounds import (
@@ -76,11 +76,12 @@ from contextgraph.store import db
 from contextgraph.store.dialect import is_postgresql
 from contextgraph.store.fulltext import FullText, full_text, phrases, sqlite_full_text
 from contextgraph.store.identity import file_uri
-from contextgraph.store.models import T_FILES, T_SOURCES
+from contextgraph.store.models import T_FILES, T_SEARCH_DATES, T_SOURCES
 from contextgraph.store.sqlcore import ByIds, compiled_rows
 
 _F = T_FILES.alias("f")  # aliased once: a fresh alias per call costs more than the query
 _S = T_SOURCES.alias("s")
+_D = T_SEARCH_DATES.alias("d")
 # bm25 weights of the index columns: title, text, search_meta, search_parts.
 COLUMN_WEIGHTS = (4.0, 1.0, 4.0, 1.0)
 _SNIPPET_SCAN = 20_000  # characters of a body searched for the snippet's matches
@@ -295,36 +296,43 @@ class _Ranking:
         a ``rare`` phrase), ordering first, unfiltered, any match without its file or source.
 
         Unfiltered, each window scans every match with outer joins: an index out of step with
-        the files then shows, and the count is taken the joined way instead.
+        the files then shows, and the count is taken the joined way instead. There each match
+        is tested on its ``search_dates`` row (a narrow copy of its reference time, present
+        only while its source is), and joined to ``files`` only once let through.
         """
-        f, s = _F, _S
-        window: list[ColumnElement[bool]] = [
-            f.c.last_accessed >= _SINCE,
-            func.coalesce(f.c.created, f.c.modified) >= _SINCE,
-        ]
+        f, s, d = _F, _S, _D
+        if filtered:
+            window = [
+                f.c.last_accessed >= _SINCE,
+                func.coalesce(f.c.created, f.c.modified) >= _SINCE,
+            ]
+        else:  # the reference time is the later of those two, so the same test
+            window = [d.c.reference >= _SINCE]
         if rare:  # files holding a rare phrase are scored whatever their age
             where = FTS_NAME.op("MATCH")(bindparam("rare", type_=String))
-            holding = select(FTS_ROWID).where(where)
-            window.append(f.c.id.in_(holding.correlate(None).scalar_subquery()))
+            holding = select(FTS_ROWID).where(where).correlate(None).scalar_subquery()
+            window.append((f if filtered else d).c.id.in_(holding))
         if filtered:
             base, order = self.query, self.by_score
         else:
-            outer = FTS_TABLE.outerjoin(f, f.c.id == FTS_ROWID).outerjoin(
-                s, s.c.id == f.c.source_id
+            outer = (
+                FTS_TABLE.outerjoin(d, d.c.id == FTS_ROWID)
+                .outerjoin(f, f.c.id == FTS_ROWID)
+                .outerjoin(s, s.c.id == f.c.source_id)
             )
-            # Let through on the file row (the source is joined only for the window's files),
-            # then told apart by the joined rows.
-            known = select(T_SOURCES.c.id).scalar_subquery()
-            window.append(or_(f.c.id.is_(None), f.c.source_id.not_in(known)))
-            lost = or_(f.c.id.is_(None), s.c.id.is_(None))
+            # Let through on the dates row (the file and source are joined only for the
+            # window's files), then told apart by the joined rows.
+            window.append(d.c.id.is_(None))
+            lost = or_(d.c.id.is_(None), f.c.id.is_(None), s.c.id.is_(None))
 
             def scored(value: ColumnElement[Any]) -> ColumnElement[Any]:
                 return case((lost, null()), else_=value)  # FTS5 cannot rank a row it lost
 
+            decay = reference_weight_sql(d.c.reference, _NOW, self.settings)
             columns = (*self.columns[:5], scored(self.bm25).label("bm25"))
-            columns += (scored(self.decay).label("decay"),)
+            columns += (scored(decay).label("decay"),)
             base = select(*columns).select_from(outer).where(*self.conditions)
-            order = (lost.desc(), scored(-self.bm25 * self.decay).desc(), *self.by_score[1:])
+            order = (lost.desc(), scored(-self.bm25 * decay).desc(), *self.by_score[1:])
         return base.where(or_(*window)).order_by(*order).limit(bindparam("top", type_=Integer))
 
     def recent_first(
@@ -353,8 +361,8 @@ class _Ranking:
             since = self.now - (age + 2) * SECONDS_PER_DAY if age is not None else -math.inf
             self.values["since"] = since
             rows = self.fetch(name, build)
-            if any(r.id is None or r.name is None for r in rows):
-                return None  # a match without its file or source: count the joined way
+            if any(r.id is None or r.name is None or r.decay is None for r in rows):
+                return None  # a match without its file, dates or source: count the joined way
             found = _scored(rows)
             if age is None:
                 return found, total

@@ -9,6 +9,7 @@ whole days. :mod:`contextgraph.graph.search` ranks with them.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ from sqlalchemy import (
 from contextgraph.graph.decay import SECONDS_PER_DAY, weight
 from contextgraph.settings import Settings
 from contextgraph.store.fulltext import phrases
+from contextgraph.store.meta import graph_version
 from contextgraph.store.sqlcore import compiled_rows
 
 # FTS5's bm25 (ext/fts5/fts5_aux.c): k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)),
@@ -85,33 +87,66 @@ class FtsCounts:
         return Bm25Bounds(ceiling=idf * scale, common_ceiling=common * scale, rare=rare)
 
 
+# (database, graph version, FTS5's averages and structure records) -> {expression: matches}.
+# Counts depend only on what the index holds. FTS5 rewrites its structure record on every change
+# it commits (a new segment: its write counter goes up) and the averages record holds the row
+# count and token totals; with the graph version every writer replaces (store.meta), which
+# also keeps apart two databases made one after the other at one path, the key names one index
+# content. A bounded, per-process cache like PostgreSQL's document frequencies (store.fulltext).
+_COUNTS: dict[tuple[str, str, bytes, bytes], dict[str, int]] = {}
+_COUNTS_MAX = 64  # index contents
+_COUNTS_PER_CONTENT = 20_000  # expressions of one content
+_counts_lock = threading.Lock()
+
+
 def fts_counts(conn: Connection, match: str) -> FtsCounts | None:
-    """FTS5's counts for ``match`` in one statement; None when its row count cannot be read."""
+    """FTS5's counts for ``match`` (each phrase's and the whole expression's matches); None when
+    its row count cannot be read. Counts already taken on the same index content are reused."""
     texts = phrases(match)
     if not texts:
         return None
-    distinct = sorted({p for p in texts if quoted(p) != match})
-    values = {"match": match, **{f"p{i}": quoted(p) for i, p in enumerate(distinct)}}
-    rows = compiled_rows(conn, ("counts", len(distinct)), lambda: _counts(len(distinct)), values)
-    block, matches, *hits = tuple(rows[0])
-    rows_indexed = fts_row_count(block)
-    files_with = dict(zip(distinct, (int(n) for n in hits), strict=True))
-    files_with.update({p: int(matches) for p in texts if p not in files_with})
-    if rows_indexed is None or any(n > rows_indexed for n in files_with.values()):
+    averages, structure = tuple(compiled_rows(conn, ("fts records",), _records, {})[0])
+    if not isinstance(averages, bytes) or not isinstance(structure, bytes):
         return None
-    return FtsCounts(rows=rows_indexed, matches=int(matches), files_with=files_with)
+    rows_indexed = fts_row_count(averages)
+    if rows_indexed is None:
+        return None
+    key = (str(conn.engine.url), graph_version(conn), averages, structure)
+    known = _COUNTS.get(key, {})
+    missing = sorted({match, *(quoted(p) for p in texts)} - known.keys())
+    if missing:
+        values = {f"p{i}": m for i, m in enumerate(missing)}
+        row = compiled_rows(conn, ("counts", len(missing)), lambda: _counts(len(missing)), values)
+        known = {**known, **dict(zip(missing, (int(n) for n in row[0]), strict=True))}
+        with _counts_lock:
+            if len(_COUNTS) >= _COUNTS_MAX and key not in _COUNTS:
+                _COUNTS.clear()
+            if len(known) <= _COUNTS_PER_CONTENT:
+                _COUNTS[key] = known
+    files_with = {p: known[quoted(p)] for p in texts}
+    if any(n > rows_indexed for n in (known[match], *files_with.values())):
+        return None
+    return FtsCounts(rows=rows_indexed, matches=known[match], files_with=files_with)
 
 
-def _counts(phrase_count: int) -> Select[Any]:
-    """The statement of :func:`fts_counts`: the averages record, then the matches of ``:match``
-    and of each ``:p0``, ``:p1`` … (bound parameters)."""
+def _records() -> Select[Any]:
+    """FTS5's averages record (row 1 of its data table) and structure record (row 10)."""
+
+    def record(number: int) -> Any:
+        return select(_FTS_DATA.c.block).where(_FTS_DATA.c.id == number).scalar_subquery()
+
+    return select(record(1), record(10))
+
+
+def _counts(count: int) -> Select[Any]:
+    """The statement of :func:`fts_counts`: the matches of each ``:p0``, ``:p1`` … (bound
+    parameters, FTS5 expressions)."""
 
     def matching(name: str) -> Any:
         where = FTS_NAME.op("MATCH")(bindparam(name, type_=String))
         return select(func.count()).select_from(FTS_TABLE).where(where).scalar_subquery()
 
-    averages = select(_FTS_DATA.c.block).where(_FTS_DATA.c.id == 1).scalar_subquery()
-    return select(averages, matching("match"), *(matching(f"p{i}") for i in range(phrase_count)))
+    return select(*(matching(f"p{i}") for i in range(count)))
 
 
 def bm25_bounds(conn: Connection, match: str, *, rare_below: float) -> Bm25Bounds | None:

@@ -79,6 +79,18 @@ T_FILES = Table(
     Index("ix_files_hash", "hash"),
 )
 
+# Each file's source and decay reference time (graph.decay.reference_sql), what search tests
+# on every match, in a narrow table: ``files`` rows hold the whole text, so reading them walks a
+# page per row or two. Triggers are its only writers (migration 0005): one row per file whose
+# source exists, equal to it.
+T_SEARCH_DATES = Table(
+    "search_dates",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),  # files.id
+    Column("source_id", Integer, nullable=False),
+    Column("reference", Float, nullable=False),
+)
+
 # A node of the one graph: a concept, a code file, a code symbol or an external package.
 T_ENTITIES = Table(
     "entities",
