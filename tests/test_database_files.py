@@ -285,6 +285,12 @@ def test_every_read_works_on_a_read_only_database(
         json.loads(out)
 
 
+def test_every_sqlite_connection_reads_through_mmap(tmp_path: Path, read_only_db: Path) -> None:
+    for path in (tmp_path / "rw.db", read_only_db):
+        with ContextGraph.open(path) as graph, dbmod.read(graph.engine) as conn:
+            assert conn.exec_driver_sql("PRAGMA mmap_size").scalar_one() == dbmod.MMAP_BYTES
+
+
 @pytest.mark.parametrize(
     "args",
     [("sync",), ("read", "a.md"), ("communities", "--rebuild"), ("sources", "remove", "vault")],

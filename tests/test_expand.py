@@ -19,9 +19,16 @@ from contextgraph.store.models import T_ENTITIES, T_FILES, T_REL, T_SOURCES
 pytestmark = pytest.mark.engines("sqlite", "postgresql")
 
 
-def build(graph: ContextGraph, edges: list[tuple[str, str, float]], kind: str = "symbol") -> None:
-    """Store symbols and directed code relations (type ``references``) straight into the graph."""
-    names = sorted({n for a, b, _ in edges for n in (a, b)})
+def build(
+    graph: ContextGraph,
+    edges: list[tuple[str, str, float]],
+    kind: str = "symbol",
+    *,
+    reverse_ids: bool = False,
+) -> None:
+    """Store symbols and directed code relations (type ``references``) straight into the graph
+    (ids in name order, or with ``reverse_ids`` against it)."""
+    names = sorted({n for a, b, _ in edges for n in (a, b)}, reverse=reverse_ids)
     with db.write(graph.engine) as conn:
         sid = conn.execute(
             insert(T_SOURCES).values(name="t", root="/nonexistent", created_at=0.0)
@@ -91,6 +98,15 @@ def test_equal_scores_rank_by_reach_then_specificity_not_name(store: ContextGrap
     )
     result = store.expand(["One", "Two"], max_depth=1)
     assert [r.entity for r in result.results] == ["Zzz", "Bbb", "Aaa"]
+
+
+@pytest.mark.parametrize("reverse_ids", [False, True])
+def test_between_equal_edges_the_via_is_the_smaller_name_whatever_the_row_order(
+    store: ContextGraph, reverse_ids: bool
+) -> None:
+    build(store, [("Zed", "Target", 1.0), ("Amy", "Target", 1.0)], reverse_ids=reverse_ids)
+    result = store.expand(["Zed", "Amy"], max_depth=1)
+    assert [(r.entity, r.via) for r in result.results] == [("Target", "Amy")]
 
 
 def test_direction_out_follows_what_seeds_use_and_in_what_uses_them(

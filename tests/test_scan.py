@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,19 @@ def test_file_kind_takes_the_suffix_as_splitext_does(name: str) -> None:
     assert file_kind(name) == _kind_by_splitext(name)
     for edge in ("..md", ".md", "...", "a.", "a..md", ".a.md", "x.tar.py", "a.md.", "..x.md"):
         assert file_kind(edge) == _kind_by_splitext(edge)
+
+
+@given(st.lists(st.text(alphabet=".amdpyMDPYj s", min_size=1, max_size=8), max_size=12))
+def test_scan_gives_every_file_the_kind_file_kind_gives(names: list[str]) -> None:
+    # scan tests the name inline (it runs for every file of every sync): same rules
+    names = [n for n in set(names) if n not in (".", "..")]
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        for name in names:
+            (root / name).write_text("x", encoding="utf-8")
+        found = {f.path: f.kind for f in scan(root).files}
+    expected = {n: file_kind(n) for n in names if not n.startswith(".")}
+    assert found == {n: k for n, k in expected.items() if k is not None}
 
 
 def test_scan_lists_notes_code_and_configs_with_posix_paths_and_stats(tmp_path: Path) -> None:

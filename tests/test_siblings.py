@@ -47,19 +47,16 @@ def test_sibling_overlap_follows_the_formula(graph: ContextGraph) -> None:
     assert siblings(graph) == [("c1", 3, 0.5)]
 
 
-@pytest.mark.parametrize("way", ["sql", "walk-cached", "walk", "chosen"])
-def test_sql_aggregate_and_walk_agree(
+@pytest.mark.parametrize("way", ["match", "walk", "chosen"])
+def test_matching_the_candidates_and_walking_the_neighbours_agree(
     graph: ContextGraph, db_url: str, monkeypatch: pytest.MonkeyPatch, way: str
 ) -> None:
-    """Siblings by one SQL aggregate, or by walking the neighbours' adjacency (read or cached)."""
+    """Siblings by matching the candidates' relations with the query's, or by walking the
+    query's neighbours' relations to the community: the same answer either way."""
     from contextgraph.graph.neighbourhood import Neighbourhoods
 
     monkeypatch.setattr(Neighbourhoods, "_states", {})
-    if way == "walk-cached":  # every adjacency cached: nothing to read, so the walk is chosen
-        with db.read(graph.engine) as conn:
-            nb = Neighbourhoods(graph.engine, conn, graph.settings, 0.0)
-            nb.adjacencies(int(i) for (i,) in conn.execute(text("SELECT id FROM entities")))
-    elif way in ("sql", "walk"):
+    if way != "chosen":
         monkeypatch.setattr(Neighbourhoods, "walk_is_cheaper", lambda *_: way == "walk")
     assert siblings(graph) == [("c1", 3, 0.5)]
     monkeypatch.setenv("MAENIFOLD_COMMUNITY_MIN_SHARED", "2")
@@ -68,6 +65,43 @@ def test_sql_aggregate_and_walk_agree(
         assert siblings(relaxed) == [("c2", 2, 1.0), ("c1", 3, 0.5)]
     finally:
         relaxed.close()
+
+
+@pytest.mark.parametrize("min_overlap", ["0.05", "0.3"])
+def test_both_ways_agree_for_every_concept_of_a_random_graph(
+    store: ContextGraph,
+    db_url: str,
+    vault: Path,
+    write: Writer,
+    monkeypatch: pytest.MonkeyPatch,
+    min_overlap: str,
+) -> None:
+    """Forty concepts, 150 notes of two to six links each, communities from the sync: every
+    concept's siblings are the same whichever way they are found (the walk drops some members
+    before reading their strength, by a bound that depends on MIN_OVERLAP)."""
+    import random
+
+    from contextgraph.graph.neighbourhood import Neighbourhoods
+
+    rng = random.Random(14)
+    for i in range(150):
+        links = " ".join(f"[[t{rng.randrange(40)}]]" for _ in range(rng.randint(2, 6)))
+        write(f"r{i:03d}.md", f"note {i}: {links}", created="2026-11-25")
+    store.sync([vault])
+    monkeypatch.setenv("MAENIFOLD_COMMUNITY_MIN_SHARED", "2")
+    monkeypatch.setenv("MAENIFOLD_COMMUNITY_MIN_OVERLAP", min_overlap)
+    loose = Settings.from_env(now=store.settings.now)
+    answers: dict[str, list[list[tuple[str, int, float]]]] = {}
+    for walk in (True, False):
+        monkeypatch.setattr(Neighbourhoods, "_states", {})
+        monkeypatch.setattr(Neighbourhoods, "walk_is_cheaper", lambda *_, w=walk: w)
+        with ContextGraph.open(db_url, settings=loose) as graph:
+            for t in range(40):
+                found = graph.build_context(f"t{t}").community_siblings
+                shape = [(s.name, s.shared_neighbor_count, s.normalized_overlap) for s in found]
+                answers.setdefault(f"t{t}", []).append(shape)
+    assert all(walked == matched for walked, matched in answers.values())
+    assert sum(len(walked) for walked, _ in answers.values()) >= 20
 
 
 def test_the_way_is_chosen_by_the_relation_rows_each_would_read(graph: ContextGraph) -> None:
@@ -83,7 +117,8 @@ def test_the_way_is_chosen_by_the_relation_rows_each_would_read(graph: ContextGr
         neighbours = [ids[n] for n in ("n1", "n2", "n3", "n4")]  # 3 + 3 + 2 + 1 rows
         assert nb.walk_is_cheaper(neighbours, [ids["c1"], ids["c2"]]) is False  # 9 > 6
         assert nb.walk_is_cheaper([ids["n4"]], [ids["c1"], ids["c2"]]) is True  # 1 ≤ 6
-        assert nb.walk_is_cheaper([], [ids["c1"]]) is True  # nothing to read
+        assert nb.walk_is_cheaper(neighbours[:3], [ids["c1"], ids["c2"]]) is False  # 8 > 6
+        assert nb.walk_is_cheaper([ids["n1"], ids["n2"]], [ids["c1"], ids["c2"]]) is True  # 6
 
 
 def test_a_true_neighbour_is_never_a_sibling(graph: ContextGraph) -> None:

@@ -95,6 +95,35 @@ def test_a_sync_loads_no_orm_cold_or_warm(tmp_path: Path, write: object, vault: 
     assert not _orm(warm), sorted(_orm(warm))
 
 
+# What a sync loads only when it has a file to read: extraction, its parsers, the code model
+# and the process pool. A sync that finds nothing changed compares stats and counts, no more.
+EXTRACTION = (
+    "contextgraph.sync.ingest",
+    "contextgraph.sync.workers",
+    "contextgraph.code.model",
+    "contextgraph.notes.wikilinks",
+    "multiprocessing",
+)
+
+
+def test_a_no_change_sync_loads_no_extraction_code(synced: Path, write: object) -> None:
+    quiet = _all_modules_loaded_by(synced, "sync", "--json")
+    assert "contextgraph.sync.scan" in quiet  # the probe really scanned
+    assert not quiet & set(EXTRACTION), sorted(quiet & set(EXTRACTION))
+    write("a.md", "[[Alpha]] and [[Delta]].")  # type: ignore[operator]
+    changed = _all_modules_loaded_by(synced, "sync", "--json")
+    assert {"contextgraph.sync.ingest", "contextgraph.notes.wikilinks"} <= changed
+
+
+def test_the_code_package_loads_its_model_only_when_asked() -> None:
+    code = (
+        "import sys, contextgraph.code as code; a = 'contextgraph.code.model' in sys.modules; "
+        "code.FileFacts; print(a, 'contextgraph.code.model' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"]
+
+
 def test_an_old_database_is_still_upgraded_on_open(db_path: Path) -> None:
     from contextgraph.store import db
 

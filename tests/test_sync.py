@@ -3,6 +3,7 @@ from __future__ import annotations
 import gc
 import itertools
 import os
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -89,6 +90,24 @@ def test_unchanged_size_and_mtime_means_the_file_is_not_read(
     report = store.sync()
     assert report.unchanged == 1
     assert set(concepts(store)) == {"alpha", "beta"}
+
+
+@pytest.mark.sqlite_only
+def test_a_no_change_sync_writes_nothing(store: ContextGraph, vault: Path, write: Writer) -> None:
+    write("a.md", "[[Alpha]] [[Beta]]")
+    write("b.md", "[[Beta]] [[Gamma]]")
+    store.sync([vault])
+    path = store.database_path
+    assert path is not None
+    watcher = sqlite3.connect(path)  # data_version moves when another connection commits
+    try:
+        before = watcher.execute("PRAGMA data_version").fetchone()
+        report = store.sync()
+        after = watcher.execute("PRAGMA data_version").fetchone()
+    finally:
+        watcher.close()
+    assert report.unchanged == 2
+    assert after == before
 
 
 def test_same_hash_updates_only_the_stat(store: ContextGraph, vault: Path, write: Writer) -> None:

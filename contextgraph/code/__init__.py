@@ -15,27 +15,44 @@ from __future__ import annotations
 import posixpath
 from typing import TYPE_CHECKING, Any
 
-from contextgraph.code.model import (
-    CODE_EXTENSIONS,
-    CONFIG_FILENAMES,
-    FACTS_VERSION,
-    BindingFact,
-    CodeEntity,
-    CodeGraph,
-    CodeParseError,
-    CodeRelation,
-    FileFacts,
-    ImportFact,
-    SymbolFact,
-)
+from contextgraph.code.kinds import CODE_EXTENSIONS, CONFIG_FILENAMES
 
 if TYPE_CHECKING:
     from contextgraph.code.build import build_graph
+    from contextgraph.code.model import (
+        FACTS_VERSION,
+        BindingFact,
+        CodeEntity,
+        CodeGraph,
+        CodeParseError,
+        CodeRelation,
+        FileFacts,
+        ImportFact,
+        SymbolFact,
+    )
+
+_MODEL = frozenset(
+    {
+        "FACTS_VERSION",
+        "BindingFact",
+        "CodeEntity",
+        "CodeGraph",
+        "CodeParseError",
+        "CodeRelation",
+        "FileFacts",
+        "ImportFact",
+        "SymbolFact",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:
-    # The builder and the parsers (tree-sitter's grammars) load on first use, so that
-    # importing CODE_EXTENSIONS (every scan does) costs nothing.
+    # The model, the builder and the parsers (tree-sitter's grammars) load on first use, so
+    # that importing CODE_EXTENSIONS (every scan does, a no-change sync too) costs nothing.
+    if name in _MODEL:
+        from contextgraph.code import model
+
+        return getattr(model, name)
     if name == "build_graph":
         from contextgraph.code.build import build_graph
 
@@ -56,6 +73,8 @@ def parse_code(path: str, text: str) -> FileFacts:
         from contextgraph.code.javascript import parse_javascript
 
         return parse_javascript(path, text, ext)
+    from contextgraph.code.model import CodeParseError
+
     raise CodeParseError(f"not a code file extension: {ext or path!r}")
 
 

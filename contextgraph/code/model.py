@@ -6,9 +6,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-CODE_EXTENSIONS: frozenset[str] = frozenset({".py", ".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx"})
-CONFIG_FILENAMES: frozenset[str] = frozenset({"tsconfig.json", "jsconfig.json"})
-
 #: Bumped whenever the shape or meaning of :class:`FileFacts` changes; ``from_json`` rejects
 #: facts of another version with ``ValueError`` so that a cache re-parses instead of misreading.
 FACTS_VERSION = 1

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextgraph.code.model import CONFIG_FILENAMES
+from contextgraph.code.kinds import CONFIG_FILENAMES
 
 _MAX_EXTENDS = 10
 

@@ -7,13 +7,13 @@ with the decay weight computed in SQL. Nothing loads the whole graph, and nothin
 
 from __future__ import annotations
 
-import functools
 import heapq
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, Select, bindparam, func, select
+from sqlalchemy.sql.elements import BindParameter
 
 from contextgraph.errors import InvalidArgument
 from contextgraph.graph.decay import reference_sql
@@ -23,6 +23,7 @@ from contextgraph.notes.links import normalize
 from contextgraph.settings import Settings
 from contextgraph.store.identity import file_uri_sql
 from contextgraph.store.models import T_ENTITIES, T_FILES, T_SOURCES
+from contextgraph.store.sqlcore import ForIds, compiled_tuples
 
 MAX_FILES_PER_RELATION = 3
 _WRAPPED = re.compile(r"^\s*!?\[\[.*\]\]\s*$", re.DOTALL)
@@ -124,12 +125,15 @@ def find_concept(conn: Connection, concept: str) -> tuple[str, tuple[int, int | 
     key = concept_key(concept)
     if not key:
         raise InvalidArgument("the concept name is empty once normalised")
-    row = conn.execute(
-        select(T_ENTITIES.c.id, T_ENTITIES.c.community_id).where(
-            T_ENTITIES.c.kind == "concept", T_ENTITIES.c.key == key
-        )
-    ).first()
-    return key, None if row is None else (int(row.id), row.community_id)
+    rows = compiled_tuples(conn, ("find_concept",), _find_statement, {"key": key})
+    return key, None if not rows else (int(rows[0][0]), rows[0][1])
+
+
+def _find_statement() -> Select[Any]:
+    concept = T_ENTITIES.c
+    return select(concept.id, concept.community_id).where(
+        concept.kind == "concept", concept.key == bindparam("key")
+    )
 
 
 @dataclass(frozen=True)
@@ -189,9 +193,8 @@ def build_context(
     expanded: tuple[ExpandedRelation, ...] = ()
     if depth > 1 and scored.at(0) is not None:
         if scored.complete:
-            names = nb.names(scored.edges)
-            by_count = sorted(scored.edges, key=lambda n: (-scored.edges[n][0], names[n][0]))
-            frontier = by_count[: settings.expansion_frontier]
+            counts = {n: edge[0] for n, edge in scored.edges.items()}
+            frontier = _strongest(nb, counts, settings.expansion_frontier)
             seen = {qid, *scored.edges}
         else:  # a prefix of a precomputed list: the same neighbours and counts, stored
             adjacent = nb.adjacency(qid)
@@ -226,15 +229,13 @@ def _top_files(
     if not ids:
         return {}
     out: dict[int, list[tuple[str, int]]] = {}
-    rows = conn.execute(_top_files_statement(), {"qid": qid, "ids": ids})
-    for n, u, fid in rows:
+    for n, u, fid in _TOP_FILES.rows(conn, ids, {"qid": qid}):
         out.setdefault(n, []).append((u, fid))
     return out
 
 
-@functools.cache
-def _top_files_statement() -> Select[Any]:
-    """Built once: SQLAlchemy then reuses its compiled form (bound ``qid`` and ``ids``)."""
+def _top_files_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
+    """The files of the relations of ``:qid`` with ``ids``: (neighbour, uri, file id), ranked."""
     joined, m1, m2, f = cooccurrences()
     s = T_SOURCES.alias("s")
     uri = file_uri_sql(s.c.name, f.c.path)
@@ -251,7 +252,7 @@ def _top_files_statement() -> Select[Any]:
         .select_from(joined.join(s, s.c.id == f.c.source_id))
         .where(
             m1.c.concept_id == bindparam("qid"),
-            m2.c.concept_id.in_(bindparam("ids", expanding=True)),
+            m2.c.concept_id.in_(ids),
         )
         .subquery()
     )
@@ -260,6 +261,9 @@ def _top_files_statement() -> Select[Any]:
         .where(ranked.c.rank <= MAX_FILES_PER_RELATION)
         .order_by(ranked.c.n, ranked.c.rank)
     )
+
+
+_TOP_FILES = ForIds(_top_files_statement)
 
 
 def _previews(
@@ -365,7 +369,7 @@ def community_siblings(
         strength = nb.strengths(members)
         members = [c for c in members if strength[c] * bound <= limit]
     found = []
-    stats = nb.overlaps(qid, adjacent, members, settings.community_min_shared)
+    stats = nb.overlaps(qid, adjacent, community_id, members, settings.community_min_shared, bound)
     info = nb.names(stats)
     for c, (shared, overlap, total) in stats.items():
         ratio = overlap / total if total else 0.0

@@ -226,7 +226,7 @@ def expand(
             related = 0 if rtype == "defines" and outward else 1
             candidate = (float(weight), int(count), related, src, str(rtype))
             current = best.get(dst)
-            if current is None or candidate[:3] > current[:3]:
+            if current is None or _better(candidate, current, names):
                 best[dst] = candidate
         _load_names(conn, [n for n in best if n not in names], names)
         degree = _degrees(conn, list(best), settings.expand_min_weight) if best else {}
@@ -262,16 +262,34 @@ def expand(
     return ExpandResult(tuple(clean), matched, tuple(results))
 
 
+def _better(
+    candidate: tuple[float, int, int, int, str],
+    current: tuple[float, int, int, int, str],
+    names: dict[int, tuple[str, str, str | None]],
+) -> bool:
+    """Whether ``candidate`` (weight, count, not-only-defined, from, type) is the better edge to
+    its entity: the heavier, then the more frequent, then a relation before a mere ``defines``;
+    between equals, the ``via`` of the smaller name (then id), then the smaller type, so the
+    answer never depends on the order the rows came in."""
+    if candidate[:3] != current[:3]:
+        return candidate[:3] > current[:3]
+    return (names[candidate[3]][0], candidate[3], candidate[4]) < (
+        names[current[3]][0],
+        current[3],
+        current[4],
+    )
+
+
 def _uris(conn: Connection, ids: list[int]) -> dict[int, str]:
     """The memory:// URI of the file each code entity lives in."""
-    return {int(r.id): file_uri(r.name, r.path) for r in _URIS.rows(conn, ids)}
+    return {int(eid): file_uri(name, path) for eid, name, path in _URIS.rows(conn, ids)}
 
 
 def _load_names(
     conn: Connection, ids: list[int], names: dict[int, tuple[str, str, str | None]]
 ) -> None:
-    for r in _NAMES.rows(conn, ids):
-        names[int(r.id)] = (r.name, r.kind, r.path)
+    for eid, name, kind, path in _NAMES.rows(conn, ids):
+        names[int(eid)] = (name, kind, path)
 
 
 _URIS = ByIds(

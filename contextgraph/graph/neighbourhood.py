@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from sqlalchemy import (
+    ColumnElement,
+    CompoundSelect,
     Connection,
     Engine,
     Float,
@@ -40,7 +42,7 @@ from contextgraph.store.dialect import greatest, least
 from contextgraph.store.dialect import total as float_total
 from contextgraph.store.meta import graph_version
 from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_MENTIONS
-from contextgraph.store.sqlcore import ByIds, chunked, compiled_rows, driver_sql
+from contextgraph.store.sqlcore import ByIds, ForIds, chunked, compiled_tuples
 
 MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
 
@@ -52,10 +54,16 @@ FIRST_RANKS = 32  # ranks of a precomputed list read by the first look (then dou
 class Scored:
     """The neighbours of one concept: id -> (co-occurrence count, sum of note weights).
 
-    ``ranked`` lists them by weightedScore desc, count desc, name. A complete list (``more`` is
-    None) holds every neighbour. A list read from the precomputed lists may be a prefix: then
-    :meth:`at` reads further ranks on demand through ``more`` (inside the read transaction that
-    made the list), and ``edges`` holds only the neighbours read so far.
+    ``ranked`` lists them by weightedScore desc, count desc, name, as far as :meth:`at` has been
+    asked. A complete list (``more`` is None) holds every neighbour in ``edges``:
+    - computed here, it keeps ``order``, every neighbour by weightedScore and count, and ranks
+      on demand: :meth:`at` takes the next stretch of ``order`` (ending where a tie ends), reads
+      the names of those neighbours through ``names`` and orders the ties by name. BuildContext
+      reads a few dozen ranks of a hub's thousands, so the rest is never named nor ordered;
+    - read from the precomputed lists, it is ranked already.
+    A list read from the precomputed lists may be a prefix: then :meth:`at` reads further ranks
+    on demand through ``more`` (inside the read transaction that made the list), and ``edges``
+    holds only the neighbours read so far.
     """
 
     edges: dict[int, tuple[int, float]]
@@ -63,6 +71,8 @@ class Scored:
     computed_at: float = 0.0
     valid_until: float = math.inf
     more: Callable[[int, int], list[tuple[int, int, float]]] | None = None
+    order: list[int] = field(default_factory=list)
+    names: Callable[[list[int]], dict[int, tuple[str, int | None]]] | None = None
 
     @property
     def complete(self) -> bool:
@@ -70,6 +80,9 @@ class Scored:
 
     def at(self, rank: int) -> int | None:
         """The neighbour at ``rank`` (0-based), or None past the end of the list."""
+        while rank >= len(self.ranked) and len(self.ranked) < len(self.order):
+            start = len(self.ranked)
+            self._rank(start + max(FIRST_RANKS, start, rank + 1 - start))
         while rank >= len(self.ranked) and self.more is not None:
             start = len(self.ranked)
             want = max(FIRST_RANKS, start, rank + 1 - start)
@@ -81,9 +94,33 @@ class Scored:
                 self.more = None
         return self.ranked[rank] if rank < len(self.ranked) else None
 
+    def view(self, names: Callable[[list[int]], dict[int, tuple[str, int | None]]]) -> Scored:
+        """This list for one caller: a computed list's ranks are its own (cached lists are
+        shared by the threads of a process), its names read through ``names``."""
+        if not self.order:
+            return self
+        return Scored(self.edges, [], self.computed_at, self.valid_until, None, self.order, names)
 
-# Community siblings: counting the relation rows each way stops at this many (see
-# Neighbourhoods.overlaps); past it the SQL aggregate is chosen without counting further.
+    def _rank(self, stop: int) -> None:
+        """Rank ``order`` up to ``stop`` at least, and on to the end of the tie there."""
+        order, edges = self.order, self.edges
+        start = len(self.ranked)
+        stop = min(stop, len(order))
+
+        last = rank_key(edges[order[stop - 1]])
+        while stop < len(order) and rank_key(edges[order[stop]]) == last:
+            stop += 1
+        stretch = order[start:stop]
+        assert self.names is not None, "a computed list is ranked through a view"
+        names = self.names(stretch)
+        # ``order`` is sorted by rank_key without the name, stably: sorting a stretch that ends
+        # at a tie's end by the whole key ranks it exactly as sorting the whole list would.
+        stretch.sort(key=lambda n: (*rank_key(edges[n]), names[n][0]))
+        self.ranked.extend(stretch)
+
+
+# Community siblings: counting the relation rows of either way stops at this many (see
+# Neighbourhoods.walk_is_cheaper); past it both ways read that much, and either may be chosen.
 SIBLING_COUNT_CAP = 200_000
 
 
@@ -95,9 +132,10 @@ class _State:
     scored: dict[int, Scored] = field(default_factory=dict)
     strengths: dict[int, int] = field(default_factory=dict)
     members: dict[int, frozenset[int]] = field(default_factory=dict)
-    # (query, min_shared, candidates) -> what overlaps() found; counts only, so no decay in it
-    overlaps: dict[tuple[int, int, tuple[int, ...]], dict[int, tuple[int, int, int]]] = field(
-        default_factory=dict
+    # (query, min_shared, min_overlap, candidates) -> what overlaps() found; counts only, so
+    # no decay in it
+    overlaps: dict[tuple[int, int, float, tuple[int, ...]], dict[int, tuple[int, int, int]]] = (
+        field(default_factory=dict)
     )
     edges: int = 0
 
@@ -153,30 +191,12 @@ class Neighbourhoods:
         cached = self.state.adjacency.get(cid)
         if cached is not None:
             return cached
-        out: dict[int, int] = dict(self.conn.exec_driver_sql(_ADJACENCY_SQL, {"c": cid}).fetchall())
+        out: dict[int, int] = dict(
+            compiled_tuples(self.conn, ("adjacency",), _adjacency_statement, {"c": cid})
+        )
         self.state.adjacency[cid] = out
         self.state.edges += len(out)
         return out
-
-    def unread_adjacencies(self, ids: Iterable[int]) -> list[int]:
-        """Those of ``ids`` whose :meth:`adjacency` is not cached yet."""
-        cache = self.state.adjacency
-        return [i for i in ids if i not in cache]
-
-    def adjacencies(self, ids: Iterable[int]) -> dict[int, dict[int, int]]:
-        """:meth:`adjacency` of many concepts, the missing ones read in batches."""
-        ids = list(ids)
-        cache = self.state.adjacency
-        missing = self.unread_adjacencies(ids)
-        for chunk in chunked(missing):
-            found: dict[int, dict[int, int]] = {c: {} for c in chunk}
-            for side in _RELATIONS_OF:
-                for c, n, w in side.rows(self.conn, chunk):
-                    found[int(c)][int(n)] = int(w)
-            for c, around in found.items():
-                cache[c] = around
-                self.state.edges += len(around)
-        return {i: cache[i] for i in ids}
 
     def can_prune_siblings(self) -> bool:
         """Whether precomputed strengths are there to bound the sibling candidates."""
@@ -184,7 +204,6 @@ class Neighbourhoods:
 
     def strengths(self, ids: list[int]) -> dict[int, int]:
         """Sum of co-occurrence counts per concept (its weighted degree), summed in SQL."""
-        cr = T_CREL
         known = self.state.strengths
         missing = [i for i in ids if i not in known]
         if missing and self._weights_valid():
@@ -192,60 +211,76 @@ class Neighbourhoods:
 
             known.update(weights.strengths(self.conn, missing))
             missing = []
-        for chunk in chunked(missing):
-            totals = dict.fromkeys(chunk, 0)
-            for side in (cr.c.a_id, cr.c.b_id):
-                rows = self.conn.execute(
-                    select(side, func.sum(cr.c.count)).where(side.in_(chunk)).group_by(side)
-                )
-                for cid, total in rows:
-                    totals[int(cid)] += int(total)
-            known.update(totals)
+        totals = dict.fromkeys(missing, 0)
+        for side in _STRENGTHS:
+            for cid, total in side.rows(self.conn, missing):
+                totals[int(cid)] += int(total)
+        known.update(totals)
         return {i: known[i] for i in ids}
 
     def overlaps(
-        self, qid: int, adjacent: dict[int, int], candidates: list[int], min_shared: int
+        self,
+        qid: int,
+        adjacent: dict[int, int],
+        community_id: int,
+        candidates: list[int],
+        min_shared: int,
+        min_overlap: float,
     ) -> dict[int, tuple[int, int, int]]:
         """c -> (shared neighbours with ``qid``, Σ min of the two counts, strength of c).
 
-        ``adjacent`` is ``qid``'s :meth:`adjacency`. Candidates sharing fewer than
-        ``min_shared`` neighbours (and at least one) are left out; the strength is c's weighted
-        degree. Two exact ways, chosen by what they would read (:meth:`walk_is_cheaper`): walk
-        the neighbours' adjacency lists in Python (reading and caching the unread ones, which
-        keeps a long-running process that visits concept after concept cheap), or one SQL
-        aggregate per chunk of candidates that matches every relation (c, n) with (q, n) by its
-        primary key, in C. The answer depends on co-occurrence counts only, so it is cached
-        with the state (which the graph version keys): a warm call reads nothing."""
-        key = (qid, min_shared, tuple(candidates))
+        ``adjacent`` is ``qid``'s :meth:`adjacency`, the ``candidates`` members of
+        ``community_id``. Left out: candidates sharing fewer than ``min_shared`` neighbours (and
+        at least one), and some whose ``overlap / strength`` is proven below ``min_overlap``;
+        the strength is c's weighted degree. Two exact ways in SQL, chosen by what they would
+        read (:meth:`walk_is_cheaper`), each aggregating in C:
+        - walk the neighbours' relations to the community's members. That sees the part of each
+          member's strength that the walk crossed, a lower bound of it: a member whose overlap
+          is already below ``min_overlap`` of that part is dropped before its strength is read;
+        - match every relation (c, n) of the candidates with (q, n) by its primary key.
+        The answer depends on co-occurrence counts only, so it is cached with the state (which
+        the graph version keys): a warm call reads nothing."""
+        key = (qid, min_shared, min_overlap, tuple(candidates))
         cached = self.state.overlaps.get(key)
         if cached is not None:
             return cached
-        if self.walk_is_cheaper(self.unread_adjacencies(adjacent), candidates):
-            out = self._overlaps_by_walking(adjacent, frozenset(candidates), min_shared)
+        params = {"q": qid, "k": max(1, min_shared)}
+        out: dict[int, tuple[int, int, int]] = {}
+        if self.walk_is_cheaper(list(adjacent), candidates):
+            wanted = set(candidates)
+            values = {**params, "cm": community_id}
+            found: dict[int, tuple[int, int]] = {}
+            for c, shared, overlap, crossed in compiled_tuples(
+                self.conn, ("sibling-walk",), _walk_statement, values
+            ):
+                # strength ≥ crossed, so overlap / strength ≤ overlap / crossed (also once
+                # rounded: division rounds monotonically), the ratio the caller keeps.
+                if c in wanted and overlap / crossed >= min_overlap:
+                    found[int(c)] = (int(shared), int(overlap))
+            strength = self.strengths(sorted(found))
+            out = {c: (shared, overlap, strength[c]) for c, (shared, overlap) in found.items()}
         else:
-            out = {}
-            for chunk in chunked(candidates):
-                params = {"q": qid, "ids": list(chunk), "k": max(1, min_shared)}
-                for c, shared, overlap, strength in self.conn.execute(_OVERLAPS, params):
-                    out[int(c)] = (int(shared), int(overlap), int(strength))
+            for c, shared, overlap, total in _OVERLAPS.rows(self.conn, candidates, params):
+                out[int(c)] = (int(shared), int(overlap), int(total))
         self.state.overlaps[key] = out
         self.state.edges += len(out) + 1
         return out
 
-    def walk_is_cheaper(self, unread: list[int], candidates: list[int]) -> bool:
-        """Whether walking reads fewer relation rows than the aggregate would match.
+    def walk_is_cheaper(self, neighbours: list[int], candidates: list[int]) -> bool:
+        """Whether walking the ``neighbours``' relations reads no more rows than matching every
+        relation of the ``candidates``.
 
-        The walk reads every relation of the ``unread`` neighbours (cached ones cost nothing);
-        the aggregate matches every relation of the ``candidates``. Both are counted in SQL
-        (index entries only, each count stopping at the other's figure), which costs a small
-        fraction of either: a cold call at a hub whose community is mostly its neighbours
-        aggregates over a handful of candidates instead of reading a hundred thousand rows,
-        and a concept of few neighbours in a large community walks them.
+        Both are counted in SQL (index entries only), the side of fewer concepts first and the
+        other only as far as the first count, which costs a small fraction of either: a cold
+        call at a hub whose community is mostly its neighbours matches a handful of candidates
+        instead of walking a hundred thousand relations, and a concept of few neighbours in a
+        large community walks them.
         """
-        if not unread:
-            return True
-        matched = self.relation_rows(candidates, SIBLING_COUNT_CAP)
-        return self.relation_rows(unread, matched + 1) <= matched
+        if len(candidates) < len(neighbours):
+            matched = self.relation_rows(candidates, SIBLING_COUNT_CAP)
+            return self.relation_rows(neighbours, matched + 1) <= matched
+        walked = self.relation_rows(neighbours, SIBLING_COUNT_CAP)
+        return self.relation_rows(candidates, walked) >= walked
 
     def relation_rows(self, ids: list[int], cap: int) -> int:
         """The relations of the concepts ``ids`` (one per end), counted up to ``cap``."""
@@ -253,59 +288,28 @@ class Neighbourhoods:
         for chunk in chunked(ids):
             if found >= cap:
                 break
-            params = {"ids": list(chunk), "cap": cap - found}
-            found += int(self.conn.execute(_RELATION_ROWS, params).scalar_one())
+            for (rows,) in _RELATION_ROWS.rows(self.conn, chunk, {"cap": cap - found}):
+                found += int(rows)
         return found
-
-    def _overlaps_by_walking(
-        self, adjacent: dict[int, int], members: frozenset[int], min_shared: int
-    ) -> dict[int, tuple[int, int, int]]:
-        shared: dict[int, int] = {}
-        overlap: dict[int, int] = {}
-        for n, around in self.adjacencies(adjacent).items():
-            w_qn = adjacent[n]
-            if len(members) < len(around):
-                common = [c for c in members if c in around]
-            else:
-                common = [c for c in around if c in members]
-            for c in common:
-                shared[c] = shared.get(c, 0) + 1
-                overlap[c] = overlap.get(c, 0) + min(w_qn, around[c])
-        candidates = sorted(c for c, k in shared.items() if k >= max(1, min_shared))
-        strength = self.strengths(candidates)
-        return {c: (shared[c], overlap[c], strength[c]) for c in candidates}
 
     def members(self, community_id: int) -> frozenset[int]:
         """The concept ids of one community."""
         cached = self.state.members.get(community_id)
         if cached is None:
-            rows = self.conn.execute(
-                select(T_ENTITIES.c.id).where(
-                    T_ENTITIES.c.community_id == community_id, T_ENTITIES.c.kind == "concept"
-                )
+            rows = compiled_tuples(
+                self.conn, ("members",), _members_statement, {"cm": community_id}
             )
             cached = frozenset(int(r[0]) for r in rows)
             self.state.members[community_id] = cached
         return cached
 
-    def scored(self, cid: int) -> Scored:
-        """Every neighbour with its exact weightedScore (sum of its shared notes' weights)."""
-        cached = self._cached(cid)
-        if cached is not None:
-            return cached
-        if self._weights_valid():
-            from contextgraph.graph import weights
-
-            found = weights.load(self.conn, cid, self.now)
-            if found is not None:
-                return self._remember(cid, *found)
-        return self._compute(cid)
-
     def ranked(self, cid: int) -> Scored:
-        """:meth:`scored`, but a precomputed list is read only as far as :meth:`Scored.at` asks.
+        """Every neighbour with its exact weightedScore (sum of its shared notes' weights),
+        ranked as far as :meth:`Scored.at` asks.
 
-        The prefix is not kept in the process cache (further ranks must come from the same
-        read transaction); a complete list read or computed here is.
+        A precomputed list is read only that far; such a prefix is not kept in the process
+        cache (further ranks must come from the same read transaction); a complete list read or
+        computed here is.
         """
         cached = self._cached(cid)
         if cached is not None:
@@ -345,39 +349,31 @@ class Neighbourhoods:
         ids = list(others)
         if cached is not None:
             return {o: cached[o] for o in ids if o in cached}
-        out: dict[int, int] = {}
-        for chunk in chunked(ids):
-            params = {"c": cid, "o": list(chunk)}
-            for other, count in self.conn.execute(_COUNTS, params):
-                out[int(other)] = int(count)
-        return out
+        return {int(o): int(count) for o, count in _COUNTS.rows(self.conn, ids, {"c": cid})}
 
     def _cached(self, cid: int) -> Scored | None:
         cached = self.state.scored.get(cid)
         if cached is not None and cached.computed_at <= self.now < cached.valid_until:
-            return cached
+            return cached.view(self.names)
         return None
 
     def _compute(self, cid: int) -> Scored:
         s = self.settings
-        rows = compiled_rows(
+        rows = compiled_tuples(
             self.conn,
             ("scored", s.decay_model, s.grace_days, s.half_life_days),
             lambda: _scored_statement(s),
             {"cid": cid, "now": self.now},
         )
-        edges: dict[int, tuple[int, float]] = {}
-        valid_until = math.inf
-        for n, co, total, next_tick in rows:
-            edges[int(n)] = (int(co), float(total))
-            if next_tick is not None:
-                valid_until = min(valid_until, float(next_tick))
-        names = self.names(edges)
-        ranked = sorted(edges, key=lambda n: (-weighted_score(edges[n]), -edges[n][0], names[n][0]))
-        result = Scored(edges, ranked, self.now, valid_until)
+        edges = {int(n): (int(co), float(total)) for n, co, total, _ in rows}
+        ticks = (float(tick) for *_, tick in rows if tick is not None)
+        valid_until = min(ticks, default=math.inf)
+        rank_keys = {n: rank_key(edge) for n, edge in edges.items()}
+        order = sorted(edges, key=rank_keys.__getitem__)
+        result = Scored(edges, [], self.now, valid_until, order=order)
         self.state.scored[cid] = result
         self.state.edges += len(edges)
-        return result
+        return result.view(self.names)
 
     def _remember(
         self, cid: int, rows: list[tuple[int, int, float, str, int | None]], valid_until: float
@@ -453,6 +449,11 @@ def weighted_score(edge: tuple[int, float]) -> float:
     return co * (total / co)
 
 
+def rank_key(edge: tuple[int, float]) -> tuple[float, int]:
+    """A neighbour's place in its list before the name: weightedScore desc, then count desc."""
+    return (-weighted_score(edge), -edge[0])
+
+
 def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
     """(join, m1, m2, f): each row is one note ``f`` in which ``m1`` and ``m2`` co-occur.
 
@@ -468,24 +469,30 @@ def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
 _NAMES = ByIds(
     select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id), T_ENTITIES.c.id
 )
-# A concept's relations from either end: (concept, neighbour, count).
-_RELATIONS_OF = (
-    ByIds(select(T_CREL.c.a_id, T_CREL.c.b_id, T_CREL.c.count), T_CREL.c.a_id),
-    ByIds(select(T_CREL.c.b_id, T_CREL.c.a_id, T_CREL.c.count), T_CREL.c.b_id),
-)
-
-_COUNTS = union_all(
-    select(T_CREL.c.b_id, T_CREL.c.count).where(
-        T_CREL.c.a_id == bindparam("c"), T_CREL.c.b_id.in_(bindparam("o", expanding=True))
-    ),
-    select(T_CREL.c.a_id, T_CREL.c.count).where(
-        T_CREL.c.b_id == bindparam("c"), T_CREL.c.a_id.in_(bindparam("o", expanding=True))
-    ),
+# The counts of concept :c with some others, from either end: (other, count).
+_COUNTS = ForIds(
+    lambda ids: union_all(
+        select(T_CREL.c.b_id, T_CREL.c.count).where(
+            T_CREL.c.a_id == bindparam("c"), T_CREL.c.b_id.in_(ids)
+        ),
+        select(T_CREL.c.a_id, T_CREL.c.count).where(
+            T_CREL.c.b_id == bindparam("c"), T_CREL.c.a_id.in_(ids)
+        ),
+    )
 )
 
 
-def _overlaps_statement() -> Select[Any]:
-    ids: BindParameter[Any] = bindparam("ids", expanding=True)
+# Weighted degrees, one end at a time: (concept, sum of its relations' counts).
+def _strengths_statement(side: ColumnElement[int]) -> ForIds:
+    return ForIds(
+        lambda ids: select(side, func.sum(T_CREL.c.count)).where(side.in_(ids)).group_by(side)
+    )
+
+
+_STRENGTHS = (_strengths_statement(T_CREL.c.a_id), _strengths_statement(T_CREL.c.b_id))
+
+
+def _overlaps_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
     r = T_CREL.alias("r")
     sides = union_all(
         select(r.c.a_id.label("c"), r.c.b_id.label("n"), r.c.count.label("w")).where(
@@ -511,11 +518,45 @@ def _overlaps_statement() -> Select[Any]:
     )
 
 
-_OVERLAPS = _overlaps_statement()
+_OVERLAPS = ForIds(_overlaps_statement)
 
 
-def _relation_rows_statement() -> Select[Any]:
-    ids: BindParameter[Any] = bindparam("ids", expanding=True)
+def _members_statement() -> Select[Any]:
+    concept = T_ENTITIES.c
+    return select(concept.id).where(
+        concept.community_id == bindparam("cm"), concept.kind == "concept"
+    )
+
+
+def _walk_statement() -> Select[Any]:
+    """The members of community ``:cm`` sharing at least ``:k`` neighbours with concept ``:q``:
+    (member, shared neighbours, Σ min of the two counts, Σ of the member's counts with them), by
+    walking the relations of ``:q``'s neighbours (``:q`` itself is among the rows: the caller
+    keeps only its candidates)."""
+    q_id: BindParameter[int] = bindparam("q")
+    near = union_all(
+        select(T_CREL.c.b_id.label("n"), T_CREL.c.count.label("w")).where(T_CREL.c.a_id == q_id),
+        select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == q_id),
+    )
+    qn = near.cte("qn").prefix_with("MATERIALIZED")
+    r, e = T_CREL.alias("r"), T_ENTITIES.alias("e")
+
+    def walk(here: ColumnElement[int], there: ColumnElement[int]) -> Select[Any]:
+        member = and_(e.c.id == there, e.c.community_id == bindparam("cm"))
+        return select(
+            there.label("c"), least(qn.c.w, r.c.count).label("m"), r.c.count.label("w")
+        ).select_from(qn.join(r, here == qn.c.n).join(e, member))
+
+    rows = union_all(walk(r.c.a_id, r.c.b_id), walk(r.c.b_id, r.c.a_id)).subquery("rows")
+    shared = func.count()
+    return (
+        select(rows.c.c, shared, func.sum(rows.c.m), func.sum(rows.c.w))
+        .group_by(rows.c.c)
+        .having(shared >= bindparam("k"))
+    )
+
+
+def _relation_rows_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
     a, b = T_CREL.c.a_id, T_CREL.c.b_id  # each end read from its own index, nothing else
     rows = (
         union_all(select(a).where(a.in_(ids)), select(b).where(b.in_(ids)))
@@ -525,14 +566,15 @@ def _relation_rows_statement() -> Select[Any]:
     return select(func.count()).select_from(rows)
 
 
-_RELATION_ROWS = _relation_rows_statement()
+_RELATION_ROWS = ForIds(_relation_rows_statement)
 
-_ADJACENCY_SQL = driver_sql(
-    union_all(
+
+def _adjacency_statement() -> CompoundSelect[Any]:
+    """The relations of concept ``:c`` from either end: (neighbour, count)."""
+    return union_all(
         select(T_CREL.c.b_id, T_CREL.c.count).where(T_CREL.c.a_id == bindparam("c")),
         select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == bindparam("c")),
     )
-)
 
 
 __all__ = ["Neighbourhoods", "Scored", "cooccurrences", "entity_names", "weighted_score"]

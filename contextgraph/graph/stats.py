@@ -32,10 +32,15 @@ if TYPE_CHECKING:
     from contextgraph.graph.communities import CommunityInfo, CommunityRunInfo
 
 
-def counts(conn: Connection) -> dict[str, Any]:
-    """Count sources, files by kind, entities by kind, relations and communities."""
-    files: dict[str, int] = dict(
-        conn.execute(select(T_FILES.c.kind, func.count()).group_by(T_FILES.c.kind)).all()
+def counts(conn: Connection, *, files: bool = True) -> dict[str, Any]:
+    """Count sources, files by kind, entities by kind, relations and communities.
+
+    ``files=False`` leaves the files out (``{}``): counting them reads the whole files table.
+    """
+    by_kind: dict[str, int] = (
+        dict(conn.execute(select(T_FILES.c.kind, func.count()).group_by(T_FILES.c.kind)).all())
+        if files
+        else {}
     )
     entities: dict[str, int] = dict(
         conn.execute(select(T_ENTITIES.c.kind, func.count()).group_by(T_ENTITIES.c.kind)).all()
@@ -53,7 +58,7 @@ def counts(conn: Connection) -> dict[str, Any]:
             {"name": r.name, "root": r.root}
             for r in conn.execute(select(T_SOURCES.c.name, T_SOURCES.c.root).order_by("name"))
         ],
-        "files": {k: int(v) for k, v in files.items()},
+        "files": {k: int(v) for k, v in by_kind.items()},
         "concepts": int(entities.get("concept", 0)),
         "entities": {k: int(v) for k, v in entities.items()},
         "relations": int(conn.execute(select(func.count()).select_from(T_CREL)).scalar_one()),

@@ -19,11 +19,13 @@ or commit one themselves.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, Select, bindparam, delete, select
 
 from contextgraph.store.dialect import name_of, upsert
 from contextgraph.store.models import T_META
+from contextgraph.store.sqlcore import compiled_tuples
 
 VERSION_KEY = "graph_version"
 NEXT_COMMUNITY_ID_KEY = "community_next_id"
@@ -37,9 +39,14 @@ def code_graph(source_id: int) -> str:
 
 
 def get(conn: Connection, key: str) -> str | None:
-    """The value stored under ``key``, or None."""
-    value = conn.execute(select(T_META.c.value).where(T_META.c.key == key)).scalar()
-    return None if value is None else str(value)
+    """The value stored under ``key``, or None (a primary-key lookup every BuildContext makes
+    twice: compiled once, run at the driver level)."""
+    rows = compiled_tuples(conn, ("meta.get",), _get_statement, {"key": key})
+    return None if not rows or rows[0][0] is None else str(rows[0][0])
+
+
+def _get_statement() -> Select[Any]:
+    return select(T_META.c.value).where(T_META.c.key == bindparam("key"))
 
 
 def put(conn: Connection, key: str, value: str) -> None:

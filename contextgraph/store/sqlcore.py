@@ -1,11 +1,12 @@
 """Helpers for SQLAlchemy Core statements run in bulk (store layer).
 
-- :func:`chunked` splits id lists for ``IN (...)`` clauses; :class:`ByIds` runs a query for a
-  list of ids that way, at the driver level (the id -> name, kind, path ... lookups, which
-  BuildContext makes by the thousand).
-- :func:`compiled_rows` runs a statement built on bound parameters, on SQLite as text compiled
-  once per shape with its constants kept beside it (search's statements, BuildContext's
-  neighbour lists).
+- :func:`chunked` splits id lists for ``IN (...)`` clauses; :class:`ForIds` and :class:`ByIds`
+  run a statement for a list of ids that way, at the driver level (the id -> name, kind, path
+  ... lookups, which BuildContext makes by the thousand), fetching plain tuples, on SQLite
+  straight from the sqlite3 cursor.
+- :func:`compiled_rows` (and :func:`compiled_tuples`) run a statement built on bound
+  parameters, on SQLite as text compiled once per shape with its constants kept beside it
+  (search's statements, BuildContext's neighbour lists).
 - :func:`driver_sql` compiles a Core statement once to the SQL text that
   ``Connection.exec_driver_sql`` runs with plain dicts (named parameters). For executemany over
   many thousands of rows, Core's per-row parameter processing costs more than SQLite itself
@@ -16,16 +17,19 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Connection, Row, Select, bindparam
+from sqlalchemy import ColumnElement, CompoundSelect, Connection, Select, bindparam
 from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.elements import BindParameter
 
 from contextgraph.store.dialect import SQLITE, compile_for, is_postgresql, named_dialect, remember
 
 T = TypeVar("T")
+Query = Select[*tuple[Any, ...]] | CompoundSelect[*tuple[Any, ...]]  # a statement that returns rows
 
 CHUNK = 500  # ids per IN (...) list; far below SQLite's bound-parameter limit
 
@@ -36,42 +40,89 @@ def chunked(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
-class ByIds:
-    """``query`` restricted to the rows whose ``key`` is one of a list of ids, run as driver SQL.
+class _Compiled:
+    """One statement compiled for SQLite once: its text, and the values of its constant
+    parameters kept beside it, run at the driver level."""
 
-    Compiled once per list size, sizes padded to a power of two (a short chunk repeats its last
-    id, which an ``IN`` list ignores), so at most ten texts per statement. Core's per-call
-    compilation and result processing cost about 2.5 times what SQLite spends on such a lookup
-    (5,000 names: 22 against 9 ms). The rows keep their column names (``row.id``).
+    __slots__ = ("constants", "sql")
+
+    def __init__(self, statement: Query) -> None:
+        compiled = statement.compile(dialect=named_dialect(SQLITE))
+        self.sql, self.constants = str(compiled), dict(compiled.params)
+
+    def rows(self, conn: Connection, values: dict[str, Any]) -> Sequence[Any]:
+        return conn.exec_driver_sql(self.sql, {**self.constants, **values}).all()
+
+    def tuples(self, conn: Connection, values: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return _sqlite_cursor(conn).execute(self.sql, {**self.constants, **values}).fetchall()
+
+
+class ForIds:
+    """A statement over one list of ids, run in chunks of at most :data:`CHUNK` ids.
+
+    ``build(ids)`` makes the statement from a list of bound parameters standing for the ids
+    (an ``IN`` list, possibly inside a subquery); other bound parameters come with each call.
+    It is built and compiled once per list size, sizes padded to a power of two (a short chunk
+    repeats its last id, which an ``IN`` list ignores), so at most ten texts per statement.
+    Core's per-call compilation of an expanding ``IN`` and its result processing cost about 2.5
+    times what SQLite spends on such a lookup (5,000 names: 22 against 9 ms). Rows are plain
+    tuples.
     """
 
-    def __init__(self, query: Select[Any], key: ColumnElement[Any]) -> None:
-        self.query = query
-        self.key = key
-        self._texts: dict[int, str] = {}
+    def __init__(self, build: Callable[[list[BindParameter[Any]]], Query]) -> None:
+        self.build = build
+        self._sizes: dict[int, _Compiled] = {}
 
-    def rows(self, conn: Connection, ids: Sequence[int]) -> Iterator[Row[*tuple[Any, ...]]]:
+    def rows(
+        self, conn: Connection, ids: Sequence[int], params: dict[str, Any] | None = None
+    ) -> Iterator[tuple[Any, ...]]:
+        """The rows for each chunk of ``ids``, chunk after chunk."""
+        postgresql = is_postgresql(conn)
         for chunk in chunked(ids):
             size = 1 << (len(chunk) - 1).bit_length()
-            params = {f"id{i}": chunk[min(i, len(chunk) - 1)] for i in range(size)}
-            yield from conn.exec_driver_sql(self._text(size), params)
+            values = {f"id{i}": chunk[min(i, len(chunk) - 1)] for i in range(size)}
+            values.update(params or {})
+            if postgresql:
+                yield from (tuple(row) for row in conn.execute(self._statement(size), values))
+            else:
+                yield from self._sqlite(size).tuples(conn, values)
 
-    def _text(self, size: int) -> str:
-        text = self._texts.get(size)
-        if text is None:
-            wanted = self.key.in_([bindparam(f"id{i}") for i in range(size)])
-            text = self._texts[size] = driver_sql(self.query.where(wanted))
-        return text
+    def _statement(self, size: int) -> Query:
+        return self.build([bindparam(f"id{i}") for i in range(size)])
+
+    def _sqlite(self, size: int) -> _Compiled:
+        compiled = self._sizes.get(size)
+        if compiled is None:
+            compiled = self._sizes[size] = _Compiled(self._statement(size))
+        return compiled
 
 
-# (statement name, shape...) -> (SQLite text, the values of its constant parameters)
-_COMPILED: dict[Hashable, tuple[str, dict[str, Any]]] = {}
+class ByIds(ForIds):
+    """``query`` restricted to the rows whose ``key`` is one of the ids (see :class:`ForIds`)."""
+
+    def __init__(self, query: Select[Any], key: ColumnElement[Any]) -> None:
+        super().__init__(lambda ids: query.where(key.in_(ids)))
+
+
+# (statement name, shape...) -> the statement of that shape
+_COMPILED: dict[Hashable, _Compiled] = {}
 _COMPILED_MAX = 512
 _compiled_lock = threading.Lock()
 
 
+def _shaped(key: Hashable, build: Callable[[], Query]) -> _Compiled:
+    entry = _COMPILED.get(key)
+    if entry is None:
+        entry = _Compiled(build())
+        with _compiled_lock:
+            if len(_COMPILED) >= _COMPILED_MAX:
+                _COMPILED.clear()
+            _COMPILED[key] = entry
+    return entry
+
+
 def compiled_rows(
-    conn: Connection, key: Hashable, build: Callable[[], Select[Any]], values: dict[str, Any]
+    conn: Connection, key: Hashable, build: Callable[[], Query], values: dict[str, Any]
 ) -> Sequence[Any]:
     """The rows of ``build()`` with its bound parameters set from ``values``.
 
@@ -82,16 +133,25 @@ def compiled_rows(
     """
     if is_postgresql(conn):
         return conn.execute(build(), values).all()
-    entry = _COMPILED.get(key)
-    if entry is None:
-        compiled = build().compile(dialect=named_dialect(SQLITE))
-        entry = (str(compiled), dict(compiled.params))
-        with _compiled_lock:
-            if len(_COMPILED) >= _COMPILED_MAX:
-                _COMPILED.clear()
-            _COMPILED[key] = entry
-    sql, constants = entry
-    return conn.exec_driver_sql(sql, {**constants, **values}).all()
+    return _shaped(key, build).rows(conn, values)
+
+
+def compiled_tuples(
+    conn: Connection, key: Hashable, build: Callable[[], Query], values: dict[str, Any]
+) -> list[tuple[Any, ...]]:
+    """:func:`compiled_rows` as plain tuples: on SQLite straight from the sqlite3 cursor, without
+    SQLAlchemy's result objects (a few microseconds a row, more than SQLite spends on a row of
+    an indexed join)."""
+    if is_postgresql(conn):
+        return [tuple(row) for row in conn.execute(build(), values)]
+    return _shaped(key, build).tuples(conn, values)
+
+
+def _sqlite_cursor(conn: Connection) -> sqlite3.Cursor:
+    """A cursor of the sqlite3 connection under ``conn``, inside ``conn``'s transaction."""
+    dbapi = conn.connection.dbapi_connection
+    assert isinstance(dbapi, sqlite3.Connection)
+    return dbapi.cursor()
 
 
 def driver_sql(stmt: Any, *, literal_binds: bool = False) -> str:
@@ -107,4 +167,12 @@ def driver_sql(stmt: Any, *, literal_binds: bool = False) -> str:
     return text
 
 
-__all__ = ["CHUNK", "ByIds", "chunked", "compiled_rows", "driver_sql"]
+__all__ = [
+    "CHUNK",
+    "ByIds",
+    "ForIds",
+    "chunked",
+    "compiled_rows",
+    "compiled_tuples",
+    "driver_sql",
+]

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, delete, select
 
@@ -43,8 +43,10 @@ from contextgraph.sync.apply import (
     apply_ops,
     stored_files,
 )
-from contextgraph.sync.ingest import Job, Prepared, prepare
 from contextgraph.sync.scan import SKIPPED_DIRS, ScannedFile, file_kind, scan
+
+if TYPE_CHECKING:
+    from contextgraph.sync.ingest import Job, Prepared
 
 POOL_THRESHOLD = 400  # files to extract before a process pool pays for its start-up
 
@@ -400,23 +402,10 @@ def _reconcile(
     reread: bool = False,
 ) -> None:
     """Move the store from ``existing`` to ``files``: what is in the first only is gone."""
-    jobs: list[Job] = []
-    present: set[str] = set()
-    for f in files:
-        present.add(f.path)
-        old = existing.get(f.path)
-        if (
-            old
-            and not reread
-            and old.size == f.size
-            and old.mtime_ns == f.mtime_ns
-            and old.kind == f.kind
-        ):
-            report.unchanged += 1
-            continue
-        known = old.hash if old and old.kind == f.kind else None
-        jobs.append(Job(f.path, f.abspath, f.kind, known, settings.max_file_bytes))
-    gone = {p: e for p, e in existing.items() if p not in present}
+    jobs = _jobs(files, existing, settings, reread)
+    report.unchanged += len(files) - len(jobs)
+    present = {f.path for f in files}
+    gone = {p: existing[p] for p in sorted(existing.keys() - present)}
     by_hash: dict[tuple[str, str], list[Existing]] = defaultdict(list)
     for path in sorted(gone):
         by_hash[(gone[path].hash, gone[path].kind)].append(gone[path])
@@ -432,7 +421,7 @@ def _reconcile(
         deferred = _write_batch(engine, settings, source, pending, report, cold) or deferred
         pending = []
 
-    for done, prepared in enumerate(_prepare_all(jobs, settings), start=1):
+    for done, prepared in enumerate(_prepare_all(jobs, settings) if jobs else (), start=1):
         op = _classify(prepared, existing.get(prepared.path), by_hash, gone, source, report)
         if len(prepared.concepts) > settings.max_concepts_per_file:
             report.warnings.append(
@@ -458,6 +447,29 @@ def _reconcile(
     if deferred:
         _finish_cold_load(engine, settings)
     report.phases["files"] = report.phases.get("files", 0.0) + time.perf_counter() - t
+
+
+def _jobs(
+    files: list[ScannedFile], existing: dict[str, Existing], settings: Settings, reread: bool
+) -> list[Job]:
+    """The files to read: new ones, and stored ones whose size, mtime or kind changed."""
+    get = existing.get
+    changed = [
+        (f, old)
+        for f in files
+        if (old := get(f.path)) is None
+        or reread
+        or (old.size, old.mtime_ns, old.kind) != (f.size, f.mtime_ns, f.kind)
+    ]
+    if not changed:
+        return []
+    from contextgraph.sync.ingest import Job  # extraction: not loaded by a no-change sync
+
+    limit = settings.max_file_bytes
+    return [
+        Job(f.path, f.abspath, f.kind, old.hash if old and old.kind == f.kind else None, limit)
+        for f, old in changed
+    ]
 
 
 def _store_is_empty(engine: Engine) -> bool:
@@ -514,6 +526,8 @@ def _classify(
 
 
 def _prepare_all(jobs: list[Job], settings: Settings) -> Iterable[Prepared]:
+    from contextgraph.sync.ingest import prepare  # only when there is something to read
+
     workers = settings.workers or min(4, os.cpu_count() or 1)
     if workers <= 1 or len(jobs) < POOL_THRESHOLD:
         for job in jobs:
@@ -565,7 +579,7 @@ def _is_stale(engine: Engine, name: str) -> bool:
 
 def _count(engine: Engine, report: SyncReport) -> None:
     with db.read(engine) as conn:
-        totals = counts(conn)
+        totals = counts(conn, files=False)  # a report has no file counts: skip their table scan
     report.concepts = totals["concepts"]
     report.relations = totals["relations"]
     report.entities = sum(totals["entities"].values())

@@ -6,15 +6,24 @@ import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import NamedTuple
 
-from contextgraph.code import CODE_EXTENSIONS, CONFIG_FILENAMES
+from contextgraph.code.kinds import CODE_EXTENSIONS, CONFIG_FILENAMES
 
 NOTE_EXTENSIONS = frozenset({".md"})
 SKIPPED_DIRS = frozenset(
     {"node_modules", "__pycache__", "venv", "env", "site-packages", "bower_components"}
 )
+# suffix -> kind, for the walk's per-file test (file_kind's rules, one dict lookup)
+_KIND_OF_SUFFIX = {
+    **{suffix: "code" for suffix in CODE_EXTENSIONS},
+    **{suffix: "note" for suffix in NOTE_EXTENSIONS},
+}
+_by_name = attrgetter("name")
+_by_path = itemgetter(0)
+_new_tuple = tuple.__new__  # a ScannedFile without NamedTuple's Python-level __new__ (half cost)
 
 
 class ScannedFile(NamedTuple):
@@ -68,19 +77,23 @@ def scan(root: Path, *, exclude: Iterable[Path] = ()) -> ScanResult:
         seen_dirs.add(real_dir)
         try:
             with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=_by_name)
         except OSError as exc:
             result.problems.append((rel_dir or ".", f"cannot list folder: {exc.strerror or exc}"))
             continue
         subdirs: list[tuple[str, str]] = []
+        prefix = f"{rel_dir}/" if rel_dir else ""
+        files = result.files
         for entry in entries:
             name = entry.name
-            if name.startswith("."):
+            if name[0] == ".":
                 continue
             if not name.isascii() and not _is_utf8(name):  # the folder's part passed already
-                rel = f"{rel_dir}/{name}" if rel_dir else name
                 result.problems.append(
-                    (rel.encode("utf-8", "replace").decode(), "file name is not valid UTF-8")
+                    (
+                        (prefix + name).encode("utf-8", "replace").decode(),
+                        "file name is not valid UTF-8",
+                    )
                 )
                 continue
             try:
@@ -96,15 +109,19 @@ def scan(root: Path, *, exclude: Iterable[Path] = ()) -> ScanResult:
                     st = None
             except OSError:
                 continue  # dangling link, or vanished since the listing
-            rel = f"{rel_dir}/{name}" if rel_dir else name
             if is_dir:
                 if name in SKIPPED_DIRS or os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
                     continue
-                subdirs.append((entry.path, rel))
+                subdirs.append((entry.path, prefix + name))
                 continue
-            kind = file_kind(name)
-            if kind is None:
-                continue
+            # file_kind(name) inline, as this runs for every file of every sync. The name does
+            # not start with a dot, so a dot past its start always leaves a stem.
+            kind: str | None = "config"
+            if name not in CONFIG_FILENAMES:
+                dot = name.rfind(".")
+                kind = _KIND_OF_SUFFIX.get(name[dot:].lower()) if dot > 0 else None
+                if kind is None:
+                    continue
             if st is None:
                 try:
                     st = entry.stat(follow_symlinks=False)
@@ -114,9 +131,10 @@ def scan(root: Path, *, exclude: Iterable[Path] = ()) -> ScanResult:
                 continue
             if name in excluded_names and os.path.realpath(entry.path) in excluded:
                 continue
-            result.files.append(ScannedFile(rel, entry.path, kind, st.st_size, st.st_mtime_ns))
+            found = (prefix + name, entry.path, kind, st.st_size, st.st_mtime_ns)
+            files.append(_new_tuple(ScannedFile, found))
         stack.extend(reversed(subdirs))
-    result.files.sort(key=lambda f: f.path)
+    result.files.sort(key=_by_path)
     return result
 
 

@@ -1,0 +1,76 @@
+"""BuildContext's neighbour lists, ranked on demand (graph/neighbourhood.py): every rank read is
+the rank a full sort gives, and a few ranks of a long list name only a few neighbours."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from helpers import Writer
+from sqlalchemy import text
+
+from contextgraph import ContextGraph
+from contextgraph.graph.neighbourhood import Neighbourhoods, weighted_score
+from contextgraph.store import db
+
+pytestmark = pytest.mark.engines("sqlite", "postgresql")
+
+FRESH, OLD, OLDER = "2026-11-25", "2026-07-24", "2025-03-01"
+
+
+@pytest.fixture
+def hub(store: ContextGraph, vault: Path, write: Writer) -> ContextGraph:
+    """``hub`` with 120 neighbours whose counts and note ages repeat: runs of ties. The later
+    half of the names is synced first, so ids do not follow names (a tie's rows come by id)."""
+    rng = random.Random(5)
+    for low, high in ((60, 120), (0, 120)):
+        for i in range(150):
+            picks = (rng.randrange(low, high) for _ in range(rng.randint(1, 3)))
+            others = " ".join(f"[[n{p:03d}]]" for p in picks)
+            created = rng.choice((FRESH, OLD, OLDER))
+            write(f"h{low}-{i:03d}.md", f"[[hub]] {others}", created=created)
+        store.sync([vault])
+    return store
+
+
+@pytest.mark.parametrize("first_ranks", [1, 32])
+def test_every_rank_is_the_rank_of_a_full_sort(
+    hub: ContextGraph, monkeypatch: pytest.MonkeyPatch, first_ranks: int
+) -> None:
+    """Read from the start to each rank k in turn, a list is ranked in one stretch ending at k
+    or later (with FIRST_RANKS = 1, at k itself): inside many ties, unless each stretch is
+    carried to the tie's end."""
+    from contextgraph.graph import neighbourhood
+
+    monkeypatch.setattr(neighbourhood, "FIRST_RANKS", first_ranks)
+    monkeypatch.setattr(Neighbourhoods, "_states", {})
+    with db.read(hub.engine) as conn:
+        nb = Neighbourhoods(hub.engine, conn, hub.settings, hub.settings.current_time().timestamp())
+        hid = conn.execute(text("SELECT id FROM entities WHERE key = 'hub'")).scalar_one()
+        edges = nb.ranked(hid).edges
+        names = nb.names(list(edges))
+        expected = sorted(
+            edges, key=lambda n: (-weighted_score(edges[n]), -edges[n][0], names[n][0])
+        )
+        ties = len(expected) - len({(weighted_score(e), e[0]) for e in edges.values()})
+        assert ties > 20, "the fixture has runs of equal scores and counts"
+        for k in range(len(expected)):
+            fresh = nb.ranked(hid)  # each caller ranks on its own, from the cached list
+            assert fresh.at(k) == expected[k]
+            assert fresh.ranked == expected[: len(fresh.ranked)]
+        assert fresh.at(len(expected)) is None
+        assert fresh.ranked == expected
+
+
+def test_the_first_ranks_of_a_long_list_name_few_neighbours(
+    hub: ContextGraph, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Neighbourhoods, "_states", {})
+    with db.read(hub.engine) as conn:
+        nb = Neighbourhoods(hub.engine, conn, hub.settings, hub.settings.current_time().timestamp())
+        hid = conn.execute(text("SELECT id FROM entities WHERE key = 'hub'")).scalar_one()
+        scored = nb.ranked(hid)
+        assert scored.at(0) is not None
+        named = set(nb.state.names) & set(scored.edges)
+        assert 0 < len(named) < len(scored.edges) / 2
