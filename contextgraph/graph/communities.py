@@ -49,7 +49,7 @@ from contextgraph.store import db, meta
 from contextgraph.store.dialect import greatest, is_postgresql
 from contextgraph.store.dialect import total as float_total
 from contextgraph.store.models import T_COMMUNITIES, T_CREL, T_ENTITIES, T_RUNS
-from contextgraph.store.sqlcore import driver_sql
+from contextgraph.store.sqlcore import lazy_driver_sql
 
 
 @dataclass(frozen=True)
@@ -112,18 +112,20 @@ class _Snapshot:
 
 _IS_CONCEPT = T_ENTITIES.c.kind == "concept"
 # Run on the DB-API cursor of the transaction's connection (see _read), so compiled to text once.
-_CONCEPTS_SQL = driver_sql(
-    select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id)
-    .where(_IS_CONCEPT)
-    .order_by(T_ENTITIES.c.name, T_ENTITIES.c.id),
+_concepts_sql = lazy_driver_sql(
+    lambda: (
+        select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id)
+        .where(_IS_CONCEPT)
+        .order_by(T_ENTITIES.c.name, T_ENTITIES.c.id)
+    ),
     literal_binds=True,
 )
-_RELATIONS_SQL = driver_sql(select(T_CREL.c.a_id, T_CREL.c.b_id, T_CREL.c.count))
+_relations_sql = lazy_driver_sql(lambda: select(T_CREL.c.a_id, T_CREL.c.b_id, T_CREL.c.count))
 # SQLite: the three columns as three JSON arrays of one scan, in the same row order. json.loads
 # builds each list in C; fetching a row tuple per relation costs about twice as much (348k
 # relations: 0.23 against 0.44 s).
-_RELATION_ARRAYS_SQL = driver_sql(
-    select(
+_relation_arrays_sql = lazy_driver_sql(
+    lambda: select(
         func.json_group_array(T_CREL.c.a_id),
         func.json_group_array(T_CREL.c.b_id),
         func.json_group_array(T_CREL.c.count),
@@ -160,7 +162,7 @@ def _read(conn: Connection) -> _Snapshot:
     paused = gc.isenabled()
     gc.disable()
     try:
-        concepts = raw.execute(_CONCEPTS_SQL).fetchall()
+        concepts = raw.execute(_concepts_sql()).fetchall()
         ids: list[int] = [r[0] for r in concepts]
         names: list[str] = [r[1] for r in concepts]
         old: list[int | None] = [r[2] for r in concepts]
@@ -210,9 +212,9 @@ def _read(conn: Connection) -> _Snapshot:
 def _relation_columns(conn: Connection, raw: Any) -> tuple[Sequence[Any], ...]:
     """(a_ids, b_ids, counts) of every concept relation, in one scan's row order."""
     if is_postgresql(conn):
-        rows = raw.execute(_RELATIONS_SQL).fetchall()
+        rows = raw.execute(_relations_sql()).fetchall()
         return tuple(zip(*rows, strict=True)) if rows else ((), (), ())
-    a_json, b_json, w_json = raw.execute(_RELATION_ARRAYS_SQL).fetchone()
+    a_json, b_json, w_json = raw.execute(_relation_arrays_sql()).fetchone()
     return json.loads(a_json), json.loads(b_json), json.loads(w_json)
 
 
@@ -231,19 +233,21 @@ _WRITEBACK = Table(
     Column("cid", Integer, nullable=False),
     prefixes=["TEMPORARY"],
 )
-_CREATE_WRITEBACK_SQL = driver_sql(CreateTable(_WRITEBACK))
-_DROP_WRITEBACK_SQL = driver_sql(DropTable(_WRITEBACK))
-_FILL_WRITEBACK_SQL = driver_sql(
-    insert(_WRITEBACK).values(eid=bindparam("eid"), cid=bindparam("cid"))
+_create_writeback_sql = lazy_driver_sql(lambda: CreateTable(_WRITEBACK))
+_drop_writeback_sql = lazy_driver_sql(lambda: DropTable(_WRITEBACK))
+_fill_writeback_sql = lazy_driver_sql(
+    lambda: insert(_WRITEBACK).values(eid=bindparam("eid"), cid=bindparam("cid"))
 )
-_SET_COMMUNITIES_SQL = driver_sql(
-    update(T_ENTITIES)
-    .where(T_ENTITIES.c.id == _WRITEBACK.c.eid, _IS_CONCEPT)
-    .values(community_id=_WRITEBACK.c.cid),
+_set_communities_sql = lazy_driver_sql(
+    lambda: (
+        update(T_ENTITIES)
+        .where(T_ENTITIES.c.id == _WRITEBACK.c.eid, _IS_CONCEPT)
+        .values(community_id=_WRITEBACK.c.cid)
+    ),
     literal_binds=True,
 )
-_INSERT_COMMUNITY_SQL = driver_sql(
-    insert(T_COMMUNITIES).values(id=bindparam("cid"), size=bindparam("size"))
+_insert_community_sql = lazy_driver_sql(
+    lambda: insert(T_COMMUNITIES).values(id=bindparam("cid"), size=bindparam("size"))
 )
 
 
@@ -251,10 +255,10 @@ def _write_membership(conn: Connection, rows: list[dict[str, int]]) -> None:
     """Set ``community_id`` of every ``{"eid", "cid"}`` concept in one ``UPDATE … FROM``.
 
     Entities that are gone (or no longer concepts) match nothing and are skipped."""
-    conn.exec_driver_sql(_CREATE_WRITEBACK_SQL)
-    conn.exec_driver_sql(_FILL_WRITEBACK_SQL, rows)
-    conn.exec_driver_sql(_SET_COMMUNITIES_SQL)
-    conn.exec_driver_sql(_DROP_WRITEBACK_SQL)
+    conn.exec_driver_sql(_create_writeback_sql())
+    conn.exec_driver_sql(_fill_writeback_sql(), rows)
+    conn.exec_driver_sql(_set_communities_sql())
+    conn.exec_driver_sql(_drop_writeback_sql())
 
 
 def recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
@@ -343,7 +347,7 @@ def _recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
         conn.execute(delete(T_COMMUNITIES))
         if sizes:
             conn.exec_driver_sql(
-                _INSERT_COMMUNITY_SQL, [{"cid": cid, "size": size} for cid, size in sizes]
+                _insert_community_sql(), [{"cid": cid, "size": size} for cid, size in sizes]
             )
         meta.set_next_community_id(conn, next_id)
         if overtaken:

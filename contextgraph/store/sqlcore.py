@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
 from collections.abc import Callable, Hashable, Iterator, Sequence
@@ -154,6 +155,13 @@ def _sqlite_cursor(conn: Connection) -> sqlite3.Cursor:
     return dbapi.cursor()
 
 
+def lazy_driver_sql(build: Callable[[], Any], *, literal_binds: bool = False) -> Callable[[], str]:
+    """:func:`driver_sql` of ``build()``, compiled on the first call and kept: a module that
+    defines its statements pays nothing for them at import (a command that runs none of them
+    never compiles them)."""
+    return functools.cache(lambda: driver_sql(build(), literal_binds=literal_binds))
+
+
 def driver_sql(stmt: Any, *, literal_binds: bool = False) -> str:
     """The SQLite text of a Core statement, with ``:name`` parameters.
 
@@ -175,4 +183,5 @@ __all__ = [
     "compiled_rows",
     "compiled_tuples",
     "driver_sql",
+    "lazy_driver_sql",
 ]
