@@ -31,32 +31,18 @@ if TYPE_CHECKING:
         SymbolFact,
     )
 
-_MODEL = frozenset(
-    {
-        "FACTS_VERSION",
-        "BindingFact",
-        "CodeEntity",
-        "CodeGraph",
-        "CodeParseError",
-        "CodeRelation",
-        "FileFacts",
-        "ImportFact",
-        "SymbolFact",
-    }
-)
-
 
 def __getattr__(name: str) -> Any:
     # The model, the builder and the parsers (tree-sitter's grammars) load on first use, so
     # that importing CODE_EXTENSIONS (every scan does, a no-change sync too) costs nothing.
-    if name in _MODEL:
-        from contextgraph.code import model
-
-        return getattr(model, name)
     if name == "build_graph":
         from contextgraph.code.build import build_graph
 
         return build_graph
+    if name in __all__:  # every other public name not defined here is the model's
+        from contextgraph.code import model
+
+        return getattr(model, name)
     raise AttributeError(f"module 'contextgraph.code' has no attribute {name!r}")
 
 
