@@ -47,17 +47,26 @@ def test_sibling_overlap_follows_the_formula(graph: ContextGraph) -> None:
     assert siblings(graph) == [("c1", 3, 0.5)]
 
 
-@pytest.mark.parametrize("way", ["match", "walk", "chosen"])
-def test_matching_the_candidates_and_walking_the_neighbours_agree(
+def force_way(monkeypatch: pytest.MonkeyPatch, way: str) -> None:
+    """Make every sibling question take ``way``: python, walk (SQL) or match."""
+    from contextgraph.graph.neighbourhood import Neighbourhoods
+
+    monkeypatch.setattr(Neighbourhoods, "walk_in_python", lambda *_: way == "python")
+    monkeypatch.setattr(Neighbourhoods, "walk_is_cheaper", lambda *_: way == "walk")
+
+
+@pytest.mark.parametrize("way", ["python", "walk", "match", "chosen"])
+def test_the_three_ways_agree(
     graph: ContextGraph, db_url: str, monkeypatch: pytest.MonkeyPatch, way: str
 ) -> None:
-    """Siblings by matching the candidates' relations with the query's, or by walking the
-    query's neighbours' relations to the community: the same answer either way."""
+    """Siblings by walking the neighbours' adjacency lists in Python, by walking their
+    relations in SQL, or by matching the candidates' relations with the query's: the same
+    answer either way."""
     from contextgraph.graph.neighbourhood import Neighbourhoods
 
     monkeypatch.setattr(Neighbourhoods, "_states", {})
     if way != "chosen":
-        monkeypatch.setattr(Neighbourhoods, "walk_is_cheaper", lambda *_: way == "walk")
+        force_way(monkeypatch, way)
     assert siblings(graph) == [("c1", 3, 0.5)]
     monkeypatch.setenv("MAENIFOLD_COMMUNITY_MIN_SHARED", "2")
     relaxed = ContextGraph.open(db_url, settings=Settings.from_env(now=graph.settings.now))
@@ -77,8 +86,8 @@ def test_both_ways_agree_for_every_concept_of_a_random_graph(
     min_overlap: str,
 ) -> None:
     """Forty concepts, 150 notes of two to six links each, communities from the sync: every
-    concept's siblings are the same whichever way they are found (the walk drops some members
-    before reading their strength, by a bound that depends on MIN_OVERLAP)."""
+    concept's siblings are the same whichever way they are found (the SQL walk drops some
+    members before reading their strength, by a bound that depends on MIN_OVERLAP)."""
     import random
 
     from contextgraph.graph.neighbourhood import Neighbourhoods
@@ -92,16 +101,16 @@ def test_both_ways_agree_for_every_concept_of_a_random_graph(
     monkeypatch.setenv("MAENIFOLD_COMMUNITY_MIN_OVERLAP", min_overlap)
     loose = Settings.from_env(now=store.settings.now)
     answers: dict[str, list[list[tuple[str, int, float]]]] = {}
-    for walk in (True, False):
+    for way in ("python", "walk", "match"):
         monkeypatch.setattr(Neighbourhoods, "_states", {})
-        monkeypatch.setattr(Neighbourhoods, "walk_is_cheaper", lambda *_, w=walk: w)
+        force_way(monkeypatch, way)
         with ContextGraph.open(db_url, settings=loose) as graph:
             for t in range(40):
                 found = graph.build_context(f"t{t}").community_siblings
                 shape = [(s.name, s.shared_neighbor_count, s.normalized_overlap) for s in found]
                 answers.setdefault(f"t{t}", []).append(shape)
-    assert all(walked == matched for walked, matched in answers.values())
-    assert sum(len(walked) for walked, _ in answers.values()) >= 20
+    assert all(python == walked == matched for python, walked, matched in answers.values())
+    assert sum(len(python) for python, _, _ in answers.values()) >= 20
 
 
 def test_the_way_is_chosen_by_the_relation_rows_each_would_read(graph: ContextGraph) -> None:
@@ -119,6 +128,26 @@ def test_the_way_is_chosen_by_the_relation_rows_each_would_read(graph: ContextGr
         assert nb.walk_is_cheaper([ids["n4"]], [ids["c1"], ids["c2"]]) is True  # 1 ≤ 6
         assert nb.walk_is_cheaper(neighbours[:3], [ids["c1"], ids["c2"]]) is False  # 8 > 6
         assert nb.walk_is_cheaper([ids["n1"], ids["n2"]], [ids["c1"], ids["c2"]]) is True  # 6
+
+
+def test_a_first_question_reads_no_list_and_later_ones_fill_the_cache(
+    graph: ContextGraph, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextgraph.graph.neighbourhood import Neighbourhoods
+
+    monkeypatch.setattr(Neighbourhoods, "_states", {})
+    with db.read(graph.engine) as conn:
+        ids = {key: int(i) for key, i in conn.execute(text("SELECT key, id FROM entities"))}
+        nb = Neighbourhoods(graph.engine, conn, graph.settings, 0.0)
+        candidates = [ids["c1"], ids["c2"]]  # 4 + 2 relation rows to match
+        near = {ids["n4"]: 1}  # 1 relation row to read
+        assert nb.walk_in_python(near, candidates) is False  # the process has asked nothing
+        nb.overlaps(ids["q"], nb.adjacency(ids["q"]), 7, candidates, 3, 0.4)
+        assert nb.walk_in_python(near, candidates) is True  # 1 row to read ≤ 6 to match
+        around = {ids[n]: 1 for n in ("n1", "n2", "n3", "n4")}  # 9 rows to read
+        assert nb.walk_in_python(around, candidates) is False
+        nb.adjacencies(around)
+        assert nb.walk_in_python(around, candidates) is True  # all cached: nothing to read
 
 
 def test_a_true_neighbour_is_never_a_sibling(graph: ContextGraph) -> None:

@@ -198,6 +198,25 @@ class Neighbourhoods:
         self.state.edges += len(out)
         return out
 
+    def unread_adjacencies(self, ids: Iterable[int]) -> list[int]:
+        """Those of ``ids`` whose :meth:`adjacency` is not cached yet."""
+        cache = self.state.adjacency
+        return [i for i in ids if i not in cache]
+
+    def adjacencies(self, ids: Iterable[int]) -> dict[int, dict[int, int]]:
+        """:meth:`adjacency` of many concepts, the missing ones read in batches."""
+        ids = list(ids)
+        cache = self.state.adjacency
+        for chunk in chunked(self.unread_adjacencies(ids)):
+            found: dict[int, dict[int, int]] = {c: {} for c in chunk}
+            for side in _RELATIONS_OF:
+                for c, n, w in side.rows(self.conn, chunk):
+                    found[int(c)][int(n)] = int(w)
+            for c, around in found.items():
+                cache[c] = around
+                self.state.edges += len(around)
+        return {i: cache[i] for i in ids}
+
     def can_prune_siblings(self) -> bool:
         """Whether precomputed strengths are there to bound the sibling candidates."""
         return self._weights_valid()
@@ -232,12 +251,14 @@ class Neighbourhoods:
         ``adjacent`` is ``qid``'s :meth:`adjacency`, the ``candidates`` members of
         ``community_id``. Left out: candidates sharing fewer than ``min_shared`` neighbours (and
         at least one), and some whose ``overlap / strength`` is proven below ``min_overlap``;
-        the strength is c's weighted degree. Two exact ways in SQL, chosen by what they would
-        read (:meth:`walk_is_cheaper`), each aggregating in C:
-        - walk the neighbours' relations to the community's members. That sees the part of each
-          member's strength that the walk crossed, a lower bound of it: a member whose overlap
-          is already below ``min_overlap`` of that part is dropped before its strength is read;
-        - match every relation (c, n) of the candidates with (q, n) by its primary key.
+        the strength is c's weighted degree. Three exact ways, chosen by what they would read:
+        - walk the neighbours' adjacency lists in Python when they are cached, or in a process
+          that has asked before and would read fewer rows so (:meth:`walk_in_python`);
+        - else, whichever reads fewer rows (:meth:`walk_is_cheaper`), aggregating in C: walk
+          the neighbours' relations to the community's members in SQL (which sees the part of
+          each member's strength the walk crossed, a lower bound of it: a member whose overlap
+          is already below ``min_overlap`` of that part is dropped before its strength is
+          read), or match every relation (c, n) of the candidates with (q, n) by its key.
         The answer depends on co-occurrence counts only, so it is cached with the state (which
         the graph version keys): a warm call reads nothing."""
         key = (qid, min_shared, min_overlap, tuple(candidates))
@@ -246,7 +267,9 @@ class Neighbourhoods:
             return cached
         params = {"q": qid, "k": max(1, min_shared)}
         out: dict[int, tuple[int, int, int]] = {}
-        if self.walk_is_cheaper(list(adjacent), candidates):
+        if self.walk_in_python(adjacent, candidates):
+            out = self._overlaps_by_walking(adjacent, frozenset(candidates), min_shared)
+        elif self.walk_is_cheaper(list(adjacent), candidates):
             wanted = set(candidates)
             values = {**params, "cm": community_id}
             found: dict[int, tuple[int, int]] = {}
@@ -265,6 +288,42 @@ class Neighbourhoods:
         self.state.overlaps[key] = out
         self.state.edges += len(out) + 1
         return out
+
+    def walk_in_python(self, adjacent: dict[int, int], candidates: list[int]) -> bool:
+        """Whether to walk the neighbours' adjacency lists in Python, reading the unread ones.
+
+        Always when every one is cached (nothing to read). Reading a list into Python costs
+        several times what SQL spends walking a row, and pays back only when later questions
+        find it cached: so a process's first sibling question (or the first since the graph
+        changed: a CLI run asks one) never reads lists, and a process that has asked before
+        (a server, a library loop) reads them when that reads no more rows than matching the
+        candidates would, as it fills the cache for the questions to come.
+        """
+        unread = self.unread_adjacencies(adjacent)
+        if not unread:
+            return True
+        if not self.state.overlaps:
+            return False
+        matched = self.relation_rows(candidates, SIBLING_COUNT_CAP)
+        return self.relation_rows(unread, matched + 1) <= matched
+
+    def _overlaps_by_walking(
+        self, adjacent: dict[int, int], members: frozenset[int], min_shared: int
+    ) -> dict[int, tuple[int, int, int]]:
+        shared: dict[int, int] = {}
+        overlap: dict[int, int] = {}
+        for n, around in self.adjacencies(adjacent).items():
+            w_qn = adjacent[n]
+            if len(members) < len(around):
+                common = [c for c in members if c in around]
+            else:
+                common = [c for c in around if c in members]
+            for c in common:
+                shared[c] = shared.get(c, 0) + 1
+                overlap[c] = overlap.get(c, 0) + min(w_qn, around[c])
+        candidates = sorted(c for c, k in shared.items() if k >= max(1, min_shared))
+        strength = self.strengths(candidates)
+        return {c: (shared[c], overlap[c], strength[c]) for c in candidates}
 
     def walk_is_cheaper(self, neighbours: list[int], candidates: list[int]) -> bool:
         """Whether walking the ``neighbours``' relations reads no more rows than matching every
@@ -468,6 +527,11 @@ def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
 
 _NAMES = ByIds(
     select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id), T_ENTITIES.c.id
+)
+# A concept's relations from either end: (concept, neighbour, count).
+_RELATIONS_OF = (
+    ByIds(select(T_CREL.c.a_id, T_CREL.c.b_id, T_CREL.c.count), T_CREL.c.a_id),
+    ByIds(select(T_CREL.c.b_id, T_CREL.c.a_id, T_CREL.c.count), T_CREL.c.b_id),
 )
 # The counts of concept :c with some others, from either end: (other, count).
 _COUNTS = ForIds(
