@@ -51,8 +51,7 @@ def force_way(monkeypatch: pytest.MonkeyPatch, way: str) -> None:
     """Make every sibling question take ``way``: python, walk (SQL) or match."""
     from contextgraph.graph.neighbourhood import Neighbourhoods
 
-    monkeypatch.setattr(Neighbourhoods, "walk_in_python", lambda *_: way == "python")
-    monkeypatch.setattr(Neighbourhoods, "walk_is_cheaper", lambda *_: way == "walk")
+    monkeypatch.setattr(Neighbourhoods, "sibling_way", lambda *_: way)
 
 
 @pytest.mark.parametrize("way", ["python", "walk", "match", "chosen"])
@@ -141,13 +140,13 @@ def test_a_first_question_reads_no_list_and_later_ones_fill_the_cache(
         nb = Neighbourhoods(graph.engine, conn, graph.settings, 0.0)
         candidates = [ids["c1"], ids["c2"]]  # 4 + 2 relation rows to match
         near = {ids["n4"]: 1}  # 1 relation row to read
-        assert nb.walk_in_python(near, candidates) is False  # the process has asked nothing
+        assert nb.sibling_way(near, candidates) == "walk"  # the process has asked nothing
         nb.overlaps(ids["q"], nb.adjacency(ids["q"]), 7, candidates, 3, 0.4)
-        assert nb.walk_in_python(near, candidates) is True  # 1 row to read ≤ 6 to match
-        around = {ids[n]: 1 for n in ("n1", "n2", "n3", "n4")}  # 9 rows to read
-        assert nb.walk_in_python(around, candidates) is False
+        assert nb.sibling_way(near, candidates) == "python"  # 1 row to read ≤ 6 to match
+        around = {ids[n]: 1 for n in ("n1", "n2", "n3", "n4")}  # 9 rows, more than 6
+        assert nb.sibling_way(around, candidates) == "match"
         nb.adjacencies(around)
-        assert nb.walk_in_python(around, candidates) is True  # all cached: nothing to read
+        assert nb.sibling_way(around, candidates) == "python"  # all cached: nothing to read
 
 
 def test_a_true_neighbour_is_never_a_sibling(graph: ContextGraph) -> None:

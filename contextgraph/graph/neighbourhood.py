@@ -16,7 +16,7 @@ import math
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from sqlalchemy import (
     ColumnElement,
@@ -253,7 +253,7 @@ class Neighbourhoods:
         at least one), and some whose ``overlap / strength`` is proven below ``min_overlap``;
         the strength is c's weighted degree. Three exact ways, chosen by what they would read:
         - walk the neighbours' adjacency lists in Python when they are cached, or in a process
-          that has asked before and would read fewer rows so (:meth:`walk_in_python`);
+          that has asked before and would read fewer rows so (:meth:`sibling_way`);
         - else, whichever reads fewer rows (:meth:`walk_is_cheaper`), aggregating in C: walk
           the neighbours' relations to the community's members in SQL (which sees the part of
           each member's strength the walk crossed, a lower bound of it: a member whose overlap
@@ -267,9 +267,10 @@ class Neighbourhoods:
             return cached
         params = {"q": qid, "k": max(1, min_shared)}
         out: dict[int, tuple[int, int, int]] = {}
-        if self.walk_in_python(adjacent, candidates):
+        way = self.sibling_way(adjacent, candidates)
+        if way == "python":
             out = self._overlaps_by_walking(adjacent, frozenset(candidates), min_shared)
-        elif self.walk_is_cheaper(list(adjacent), candidates):
+        elif way == "walk":
             wanted = set(candidates)
             values = {**params, "cm": community_id}
             found: dict[int, tuple[int, int]] = {}
@@ -289,23 +290,28 @@ class Neighbourhoods:
         self.state.edges += len(out) + 1
         return out
 
-    def walk_in_python(self, adjacent: dict[int, int], candidates: list[int]) -> bool:
-        """Whether to walk the neighbours' adjacency lists in Python, reading the unread ones.
+    def sibling_way(
+        self, adjacent: dict[int, int], candidates: list[int]
+    ) -> Literal["python", "walk", "match"]:
+        """How :meth:`overlaps` finds the siblings: ``python``, ``walk`` (SQL) or ``match``.
 
-        Always when every one is cached (nothing to read). Reading a list into Python costs
-        several times what SQL spends walking a row, and pays back only when later questions
-        find it cached: so a process's first sibling question (or the first since the graph
-        changed: a CLI run asks one) never reads lists, and a process that has asked before
-        (a server, a library loop) reads them when that reads no more rows than matching the
-        candidates would, as it fills the cache for the questions to come.
+        ``python`` walks the neighbours' adjacency lists, reading the unread ones: always when
+        every one is cached (nothing to read). Reading a list into Python costs several times
+        what SQL spends walking a row, and pays back only when later questions find it cached:
+        so a process's first sibling question (or the first since the graph changed: a CLI run
+        asks one) reads no list, and a process that has asked before (a server, a library loop)
+        reads them when that reads no more rows than matching the candidates would, filling the
+        cache for the questions to come. Otherwise :meth:`walk_is_cheaper` decides.
         """
         unread = self.unread_adjacencies(adjacent)
         if not unread:
-            return True
+            return "python"
         if not self.state.overlaps:
-            return False
+            return "walk" if self.walk_is_cheaper(list(adjacent), candidates) else "match"
         matched = self.relation_rows(candidates, SIBLING_COUNT_CAP)
-        return self.relation_rows(unread, matched + 1) <= matched
+        if self.relation_rows(unread, matched + 1) <= matched:
+            return "python"
+        return "walk" if self.relation_rows(list(adjacent), matched + 1) <= matched else "match"
 
     def _overlaps_by_walking(
         self, adjacent: dict[int, int], members: frozenset[int], min_shared: int
