@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from sqlalchemy import (
-    ColumnElement,
-    CompoundSelect,
     Connection,
     Engine,
     Float,
@@ -32,17 +30,25 @@ from sqlalchemy import (
     case,
     func,
     select,
-    union_all,
 )
 from sqlalchemy.sql.elements import BindParameter
 
 from contextgraph.graph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
+from contextgraph.graph.relationsql import (
+    COUNTS,
+    OVERLAPS,
+    RELATION_ROWS,
+    RELATIONS_OF,
+    STRENGTHS,
+    adjacency_statement,
+    members_statement,
+    walk_statement,
+)
 from contextgraph.settings import Settings
-from contextgraph.store.dialect import greatest, least
 from contextgraph.store.dialect import total as float_total
 from contextgraph.store.meta import graph_version
-from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_MENTIONS
-from contextgraph.store.sqlcore import ByIds, ForIds, chunked, compiled_tuples
+from contextgraph.store.models import T_ENTITIES, T_FILES, T_MENTIONS
+from contextgraph.store.sqlcore import ByIds, chunked, compiled_tuples
 
 MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
 
@@ -192,7 +198,7 @@ class Neighbourhoods:
         if cached is not None:
             return cached
         out: dict[int, int] = dict(
-            compiled_tuples(self.conn, ("adjacency",), _adjacency_statement, {"c": cid})
+            compiled_tuples(self.conn, ("adjacency",), adjacency_statement, {"c": cid})
         )
         self.state.adjacency[cid] = out
         self.state.edges += len(out)
@@ -209,7 +215,7 @@ class Neighbourhoods:
         cache = self.state.adjacency
         for chunk in chunked(self.unread_adjacencies(ids)):
             found: dict[int, dict[int, int]] = {c: {} for c in chunk}
-            for side in _RELATIONS_OF:
+            for side in RELATIONS_OF:
                 for c, n, w in side.rows(self.conn, chunk):
                     found[int(c)][int(n)] = int(w)
             for c, around in found.items():
@@ -231,7 +237,7 @@ class Neighbourhoods:
             known.update(weights.strengths(self.conn, missing))
             missing = []
         totals = dict.fromkeys(missing, 0)
-        for side in _STRENGTHS:
+        for side in STRENGTHS:
             for cid, total in side.rows(self.conn, missing):
                 totals[int(cid)] += int(total)
         known.update(totals)
@@ -275,7 +281,7 @@ class Neighbourhoods:
             values = {**params, "cm": community_id}
             found: dict[int, tuple[int, int]] = {}
             for c, shared, overlap, crossed in compiled_tuples(
-                self.conn, ("sibling-walk",), _walk_statement, values
+                self.conn, ("sibling-walk",), walk_statement, values
             ):
                 # strength ≥ crossed, so overlap / strength ≤ overlap / crossed (also once
                 # rounded: division rounds monotonically), the ratio the caller keeps.
@@ -284,7 +290,7 @@ class Neighbourhoods:
             strength = self.strengths(sorted(found))
             out = {c: (shared, overlap, strength[c]) for c, (shared, overlap) in found.items()}
         else:
-            for c, shared, overlap, total in _OVERLAPS.rows(self.conn, candidates, params):
+            for c, shared, overlap, total in OVERLAPS.rows(self.conn, candidates, params):
                 out[int(c)] = (int(shared), int(overlap), int(total))
         self.state.overlaps[key] = out
         self.state.edges += len(out) + 1
@@ -353,7 +359,7 @@ class Neighbourhoods:
         for chunk in chunked(ids):
             if found >= cap:
                 break
-            for (rows,) in _RELATION_ROWS.rows(self.conn, chunk, {"cap": cap - found}):
+            for (rows,) in RELATION_ROWS.rows(self.conn, chunk, {"cap": cap - found}):
                 found += int(rows)
         return found
 
@@ -361,9 +367,7 @@ class Neighbourhoods:
         """The concept ids of one community."""
         cached = self.state.members.get(community_id)
         if cached is None:
-            rows = compiled_tuples(
-                self.conn, ("members",), _members_statement, {"cm": community_id}
-            )
+            rows = compiled_tuples(self.conn, ("members",), members_statement, {"cm": community_id})
             cached = frozenset(int(r[0]) for r in rows)
             self.state.members[community_id] = cached
         return cached
@@ -414,7 +418,7 @@ class Neighbourhoods:
         ids = list(others)
         if cached is not None:
             return {o: cached[o] for o in ids if o in cached}
-        return {int(o): int(count) for o, count in _COUNTS.rows(self.conn, ids, {"c": cid})}
+        return {int(o): int(count) for o, count in COUNTS.rows(self.conn, ids, {"c": cid})}
 
     def _cached(self, cid: int) -> Scored | None:
         cached = self.state.scored.get(cid)
@@ -534,117 +538,6 @@ def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
 _NAMES = ByIds(
     select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id), T_ENTITIES.c.id
 )
-# A concept's relations from either end: (concept, neighbour, count).
-_RELATIONS_OF = (
-    ByIds(select(T_CREL.c.a_id, T_CREL.c.b_id, T_CREL.c.count), T_CREL.c.a_id),
-    ByIds(select(T_CREL.c.b_id, T_CREL.c.a_id, T_CREL.c.count), T_CREL.c.b_id),
-)
-# The counts of concept :c with some others, from either end: (other, count).
-_COUNTS = ForIds(
-    lambda ids: union_all(
-        select(T_CREL.c.b_id, T_CREL.c.count).where(
-            T_CREL.c.a_id == bindparam("c"), T_CREL.c.b_id.in_(ids)
-        ),
-        select(T_CREL.c.a_id, T_CREL.c.count).where(
-            T_CREL.c.b_id == bindparam("c"), T_CREL.c.a_id.in_(ids)
-        ),
-    )
-)
-
-
-# Weighted degrees, one end at a time: (concept, sum of its relations' counts).
-def _strengths_statement(side: ColumnElement[int]) -> ForIds:
-    return ForIds(
-        lambda ids: select(side, func.sum(T_CREL.c.count)).where(side.in_(ids)).group_by(side)
-    )
-
-
-_STRENGTHS = (_strengths_statement(T_CREL.c.a_id), _strengths_statement(T_CREL.c.b_id))
-
-
-def _overlaps_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
-    r = T_CREL.alias("r")
-    sides = union_all(
-        select(r.c.a_id.label("c"), r.c.b_id.label("n"), r.c.count.label("w")).where(
-            r.c.a_id.in_(ids)
-        ),
-        select(r.c.b_id, r.c.a_id, r.c.count).where(r.c.b_id.in_(ids)),
-    ).subquery("sides")
-    q = T_CREL.alias("q")
-    q_id: BindParameter[int] = bindparam("q")
-    matched = and_(q.c.a_id == least(q_id, sides.c.n), q.c.b_id == greatest(q_id, sides.c.n))
-    shared = func.count(q.c.a_id)
-    return (
-        select(
-            sides.c.c,
-            shared,
-            # An unmatched relation adds 0 (PostgreSQL's LEAST would skip the NULL instead).
-            func.coalesce(func.sum(least(sides.c.w, func.coalesce(q.c.count, 0))), 0),
-            func.sum(sides.c.w),
-        )
-        .select_from(sides.outerjoin(q, matched))
-        .group_by(sides.c.c)
-        .having(shared >= bindparam("k"))
-    )
-
-
-_OVERLAPS = ForIds(_overlaps_statement)
-
-
-def _members_statement() -> Select[Any]:
-    concept = T_ENTITIES.c
-    return select(concept.id).where(
-        concept.community_id == bindparam("cm"), concept.kind == "concept"
-    )
-
-
-def _walk_statement() -> Select[Any]:
-    """The members of community ``:cm`` sharing at least ``:k`` neighbours with concept ``:q``:
-    (member, shared neighbours, Σ min of the two counts, Σ of the member's counts with them), by
-    walking the relations of ``:q``'s neighbours (``:q`` itself is among the rows: the caller
-    keeps only its candidates)."""
-    q_id: BindParameter[int] = bindparam("q")
-    near = union_all(
-        select(T_CREL.c.b_id.label("n"), T_CREL.c.count.label("w")).where(T_CREL.c.a_id == q_id),
-        select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == q_id),
-    )
-    qn = near.cte("qn").prefix_with("MATERIALIZED")
-    r, e = T_CREL.alias("r"), T_ENTITIES.alias("e")
-
-    def walk(here: ColumnElement[int], there: ColumnElement[int]) -> Select[Any]:
-        member = and_(e.c.id == there, e.c.community_id == bindparam("cm"))
-        return select(
-            there.label("c"), least(qn.c.w, r.c.count).label("m"), r.c.count.label("w")
-        ).select_from(qn.join(r, here == qn.c.n).join(e, member))
-
-    rows = union_all(walk(r.c.a_id, r.c.b_id), walk(r.c.b_id, r.c.a_id)).subquery("rows")
-    shared = func.count()
-    return (
-        select(rows.c.c, shared, func.sum(rows.c.m), func.sum(rows.c.w))
-        .group_by(rows.c.c)
-        .having(shared >= bindparam("k"))
-    )
-
-
-def _relation_rows_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
-    a, b = T_CREL.c.a_id, T_CREL.c.b_id  # each end read from its own index, nothing else
-    rows = (
-        union_all(select(a).where(a.in_(ids)), select(b).where(b.in_(ids)))
-        .limit(bindparam("cap"))
-        .subquery("rows")
-    )
-    return select(func.count()).select_from(rows)
-
-
-_RELATION_ROWS = ForIds(_relation_rows_statement)
-
-
-def _adjacency_statement() -> CompoundSelect[Any]:
-    """The relations of concept ``:c`` from either end: (neighbour, count)."""
-    return union_all(
-        select(T_CREL.c.b_id, T_CREL.c.count).where(T_CREL.c.a_id == bindparam("c")),
-        select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == bindparam("c")),
-    )
 
 
 __all__ = ["Neighbourhoods", "Scored", "cooccurrences", "entity_names", "weighted_score"]

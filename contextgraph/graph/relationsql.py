@@ -1,0 +1,150 @@
+"""The SQL over stored relations that BuildContext's neighbourhoods run (graph layer).
+
+Each is built on first use (:class:`~contextgraph.store.sqlcore.ForIds` per id-list size, or a
+builder for :func:`~contextgraph.store.sqlcore.compiled_tuples`), so importing this costs
+nothing. :mod:`contextgraph.graph.neighbourhood` decides which to run and caches the answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    CompoundSelect,
+    Select,
+    and_,
+    bindparam,
+    func,
+    select,
+    union_all,
+)
+from sqlalchemy.sql.elements import BindParameter
+
+from contextgraph.store.dialect import greatest, least
+from contextgraph.store.models import T_CREL, T_ENTITIES
+from contextgraph.store.sqlcore import ByIds, ForIds
+
+# A concept's relations from either end: (concept, neighbour, count).
+RELATIONS_OF = (
+    ByIds(select(T_CREL.c.a_id, T_CREL.c.b_id, T_CREL.c.count), T_CREL.c.a_id),
+    ByIds(select(T_CREL.c.b_id, T_CREL.c.a_id, T_CREL.c.count), T_CREL.c.b_id),
+)
+# The counts of concept :c with some others, from either end: (other, count).
+COUNTS = ForIds(
+    lambda ids: union_all(
+        select(T_CREL.c.b_id, T_CREL.c.count).where(
+            T_CREL.c.a_id == bindparam("c"), T_CREL.c.b_id.in_(ids)
+        ),
+        select(T_CREL.c.a_id, T_CREL.c.count).where(
+            T_CREL.c.b_id == bindparam("c"), T_CREL.c.a_id.in_(ids)
+        ),
+    )
+)
+
+
+# Weighted degrees, one end at a time: (concept, sum of its relations' counts).
+def _strengths(side: ColumnElement[int]) -> ForIds:
+    return ForIds(
+        lambda ids: select(side, func.sum(T_CREL.c.count)).where(side.in_(ids)).group_by(side)
+    )
+
+
+STRENGTHS = (_strengths(T_CREL.c.a_id), _strengths(T_CREL.c.b_id))
+
+
+def _overlaps_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
+    r = T_CREL.alias("r")
+    sides = union_all(
+        select(r.c.a_id.label("c"), r.c.b_id.label("n"), r.c.count.label("w")).where(
+            r.c.a_id.in_(ids)
+        ),
+        select(r.c.b_id, r.c.a_id, r.c.count).where(r.c.b_id.in_(ids)),
+    ).subquery("sides")
+    q = T_CREL.alias("q")
+    q_id: BindParameter[int] = bindparam("q")
+    matched = and_(q.c.a_id == least(q_id, sides.c.n), q.c.b_id == greatest(q_id, sides.c.n))
+    shared = func.count(q.c.a_id)
+    return (
+        select(
+            sides.c.c,
+            shared,
+            # An unmatched relation adds 0 (PostgreSQL's LEAST would skip the NULL instead).
+            func.coalesce(func.sum(least(sides.c.w, func.coalesce(q.c.count, 0))), 0),
+            func.sum(sides.c.w),
+        )
+        .select_from(sides.outerjoin(q, matched))
+        .group_by(sides.c.c)
+        .having(shared >= bindparam("k"))
+    )
+
+
+OVERLAPS = ForIds(_overlaps_statement)
+
+
+def members_statement() -> Select[Any]:
+    concept = T_ENTITIES.c
+    return select(concept.id).where(
+        concept.community_id == bindparam("cm"), concept.kind == "concept"
+    )
+
+
+def walk_statement() -> Select[Any]:
+    """The members of community ``:cm`` sharing at least ``:k`` neighbours with concept ``:q``:
+    (member, shared neighbours, Σ min of the two counts, Σ of the member's counts with them), by
+    walking the relations of ``:q``'s neighbours (``:q`` itself is among the rows: the caller
+    keeps only its candidates)."""
+    q_id: BindParameter[int] = bindparam("q")
+    near = union_all(
+        select(T_CREL.c.b_id.label("n"), T_CREL.c.count.label("w")).where(T_CREL.c.a_id == q_id),
+        select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == q_id),
+    )
+    qn = near.cte("qn").prefix_with("MATERIALIZED")
+    r, e = T_CREL.alias("r"), T_ENTITIES.alias("e")
+
+    def walk(here: ColumnElement[int], there: ColumnElement[int]) -> Select[Any]:
+        member = and_(e.c.id == there, e.c.community_id == bindparam("cm"))
+        return select(
+            there.label("c"), least(qn.c.w, r.c.count).label("m"), r.c.count.label("w")
+        ).select_from(qn.join(r, here == qn.c.n).join(e, member))
+
+    rows = union_all(walk(r.c.a_id, r.c.b_id), walk(r.c.b_id, r.c.a_id)).subquery("rows")
+    shared = func.count()
+    return (
+        select(rows.c.c, shared, func.sum(rows.c.m), func.sum(rows.c.w))
+        .group_by(rows.c.c)
+        .having(shared >= bindparam("k"))
+    )
+
+
+def _relation_rows_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
+    a, b = T_CREL.c.a_id, T_CREL.c.b_id  # each end read from its own index, nothing else
+    rows = (
+        union_all(select(a).where(a.in_(ids)), select(b).where(b.in_(ids)))
+        .limit(bindparam("cap"))
+        .subquery("rows")
+    )
+    return select(func.count()).select_from(rows)
+
+
+RELATION_ROWS = ForIds(_relation_rows_statement)
+
+
+def adjacency_statement() -> CompoundSelect[Any]:
+    """The relations of concept ``:c`` from either end: (neighbour, count)."""
+    return union_all(
+        select(T_CREL.c.b_id, T_CREL.c.count).where(T_CREL.c.a_id == bindparam("c")),
+        select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == bindparam("c")),
+    )
+
+
+__all__ = [
+    "COUNTS",
+    "OVERLAPS",
+    "RELATIONS_OF",
+    "RELATION_ROWS",
+    "STRENGTHS",
+    "adjacency_statement",
+    "members_statement",
+    "walk_statement",
+]
