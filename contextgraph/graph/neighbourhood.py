@@ -317,7 +317,7 @@ class Neighbourhoods:
         matched = self.relation_rows(candidates, SIBLING_COUNT_CAP)
         if self.relation_rows(unread, matched + 1) <= matched:
             return "python"
-        return "walk" if self.relation_rows(list(adjacent), matched + 1) <= matched else "match"
+        return "walk" if self.walk_is_cheaper(list(adjacent), candidates, matched) else "match"
 
     def _overlaps_by_walking(
         self, adjacent: dict[int, int], members: frozenset[int], min_shared: int
@@ -337,7 +337,9 @@ class Neighbourhoods:
         strength = self.strengths(candidates)
         return {c: (shared[c], overlap[c], strength[c]) for c in candidates}
 
-    def walk_is_cheaper(self, neighbours: list[int], candidates: list[int]) -> bool:
+    def walk_is_cheaper(
+        self, neighbours: list[int], candidates: list[int], matched: int | None = None
+    ) -> bool:
         """Whether walking the ``neighbours``' relations reads no more rows than matching every
         relation of the ``candidates``.
 
@@ -345,10 +347,12 @@ class Neighbourhoods:
         other only as far as the first count, which costs a small fraction of either: a cold
         call at a hub whose community is mostly its neighbours matches a handful of candidates
         instead of walking a hundred thousand relations, and a concept of few neighbours in a
-        large community walks them.
+        large community walks them. ``matched``, when the caller has counted it already, is the
+        candidates' count (up to :data:`SIBLING_COUNT_CAP`).
         """
-        if len(candidates) < len(neighbours):
+        if matched is None and len(candidates) < len(neighbours):
             matched = self.relation_rows(candidates, SIBLING_COUNT_CAP)
+        if matched is not None:
             return self.relation_rows(neighbours, matched + 1) <= matched
         walked = self.relation_rows(neighbours, SIBLING_COUNT_CAP)
         return self.relation_rows(candidates, walked) >= walked
