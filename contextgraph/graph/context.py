@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, Select, bindparam, func, select
-from sqlalchemy.sql.elements import BindParameter
 
 from contextgraph.errors import InvalidArgument
 from contextgraph.graph.decay import reference_sql
@@ -23,7 +22,7 @@ from contextgraph.notes.links import normalize
 from contextgraph.settings import Settings
 from contextgraph.store.identity import file_uri_sql
 from contextgraph.store.models import T_ENTITIES, T_FILES, T_SOURCES
-from contextgraph.store.sqlcore import ForIds, compiled_tuples
+from contextgraph.store.sqlcore import ForIds, IdList, compiled_tuples
 
 MAX_FILES_PER_RELATION = 3
 _WRAPPED = re.compile(r"^\s*!?\[\[.*\]\]\s*$", re.DOTALL)
@@ -234,7 +233,7 @@ def _top_files(
     return out
 
 
-def _top_files_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
+def _top_files_statement(ids: IdList) -> Select[Any]:
     """The files of the relations of ``:qid`` with ``ids``: (neighbour, uri, file id), ranked."""
     joined, m1, m2, f = cooccurrences()
     s = T_SOURCES.alias("s")

@@ -23,7 +23,7 @@ from sqlalchemy.sql.elements import BindParameter
 
 from contextgraph.store.dialect import greatest, least
 from contextgraph.store.models import T_CREL, T_ENTITIES
-from contextgraph.store.sqlcore import ByIds, ForIds
+from contextgraph.store.sqlcore import ByIds, ForIds, IdList
 
 # A concept's relations from either end: (concept, neighbour, count).
 RELATIONS_OF = (
@@ -53,7 +53,7 @@ def _strengths(side: ColumnElement[int]) -> ForIds:
 STRENGTHS = (_strengths(T_CREL.c.a_id), _strengths(T_CREL.c.b_id))
 
 
-def _overlaps_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
+def _overlaps_statement(ids: IdList) -> Select[Any]:
     r = T_CREL.alias("r")
     sides = union_all(
         select(r.c.a_id.label("c"), r.c.b_id.label("n"), r.c.count.label("w")).where(
@@ -117,7 +117,7 @@ def walk_statement() -> Select[Any]:
     )
 
 
-def _relation_rows_statement(ids: list[BindParameter[Any]]) -> Select[Any]:
+def _relation_rows_statement(ids: IdList) -> Select[Any]:
     a, b = T_CREL.c.a_id, T_CREL.c.b_id  # each end read from its own index, nothing else
     rows = (
         union_all(select(a).where(a.in_(ids)), select(b).where(b.in_(ids)))
