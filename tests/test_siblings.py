@@ -220,3 +220,46 @@ def test_cached_scores_follow_the_clock(store: ContextGraph, vault: Path, write:
     assert much_later.decay_weight == pytest.approx(3**-0.5)
     earlier = store.build_context("q", now="2026-10-30T06:00:00Z").direct_relations[0]
     assert earlier.decay_weight == 1.0
+
+
+def test_strengths_from_the_notes_equal_the_sums_of_the_stored_relations(
+    db_url: str, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A concept's strength is read from its notes (each adds its other concepts), not from its
+    relations: equal for every concept, through edits, deletions, repeated links and notes over
+    the concept limit (which add no pairs), also after the limit changes."""
+    import random
+
+    from sqlalchemy import func, select, union_all
+
+    from contextgraph.graph.neighbourhood import Neighbourhoods
+    from contextgraph.store.models import T_CREL, T_ENTITIES
+
+    rng = random.Random(5)
+
+    def write_all(count: int) -> None:
+        for i in range(count):
+            links = " ".join(f"[[s{rng.randrange(25)}]]" for _ in range(rng.randint(1, 7)))
+            write(f"r{i:03d}.md", f"note {i}: {links} {links}")
+
+    def check(limit: str) -> None:
+        monkeypatch.setenv("CONTEXTGRAPH_MAX_CONCEPTS_PER_FILE", limit)
+        with ContextGraph.open(db_url) as graph:
+            graph.sync([vault], name="v")
+            r = T_CREL.c
+            ends = union_all(select(r.a_id.label("c"), r.count), select(r.b_id, r.count)).subquery()
+            with db.read(graph.engine) as conn:
+                expected = dict.fromkeys(conn.execute(select(T_ENTITIES.c.id)).scalars(), 0)
+                totals = select(ends.c.c, func.sum(ends.c.count)).group_by(ends.c.c)
+                expected.update((c, int(total)) for c, total in conn.execute(totals))
+                nb = Neighbourhoods(graph.engine, conn, graph.settings, graph.settings.now)
+                assert nb.strengths(sorted(expected)) == expected
+                assert sum(expected.values()) > 0
+
+    write_all(60)
+    check("5")
+    write_all(40)  # edits 40 notes, with other links
+    for i in range(50, 60):
+        (vault / f"r{i:03d}.md").unlink()
+    check("5")
+    check("1000")  # the limit raised: the notes over the old one are paired now

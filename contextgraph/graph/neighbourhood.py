@@ -228,7 +228,8 @@ class Neighbourhoods:
         return self._weights_valid()
 
     def strengths(self, ids: list[int]) -> dict[int, int]:
-        """Sum of co-occurrence counts per concept (its weighted degree), summed in SQL."""
+        """Sum of co-occurrence counts per concept (its weighted degree), summed in SQL from the
+        concept's notes (:data:`~contextgraph.graph.relationsql.STRENGTHS`)."""
         known = self.state.strengths
         missing = [i for i in ids if i not in known]
         if missing and self._weights_valid():
@@ -236,11 +237,9 @@ class Neighbourhoods:
 
             known.update(weights.strengths(self.conn, missing))
             missing = []
-        totals = dict.fromkeys(missing, 0)
-        for side in STRENGTHS:
-            for cid, total in side.rows(self.conn, missing):
-                totals[int(cid)] += int(total)
-        known.update(totals)
+        known.update(dict.fromkeys(missing, 0))
+        for cid, total in STRENGTHS.rows(self.conn, missing):
+            known[int(cid)] = int(total)
         return {i: known[i] for i in ids}
 
     def overlaps(

@@ -22,7 +22,7 @@ from sqlalchemy import (
 from sqlalchemy.sql.elements import BindParameter
 
 from contextgraph.store.dialect import greatest, least
-from contextgraph.store.models import T_CREL, T_ENTITIES
+from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_MENTIONS
 from contextgraph.store.sqlcore import ByIds, ForIds, IdList
 
 # A concept's relations from either end: (concept, neighbour, count).
@@ -43,14 +43,22 @@ COUNTS = ForIds(
 )
 
 
-# Weighted degrees, one end at a time: (concept, sum of its relations' counts).
-def _strengths(side: ColumnElement[int]) -> ForIds:
-    return ForIds(
-        lambda ids: select(side, func.sum(T_CREL.c.count)).where(side.in_(ids)).group_by(side)
+def _strengths_statement(ids: IdList) -> Select[Any]:
+    # count(c, b) is the number of pair-counting notes (``pairs`` 1) that mention both, so
+    # Σ_b count(c, b) = Σ over those notes n mentioning c of (concept_count(n) − 1): one
+    # mention per note read, instead of one relation per neighbour (a hub has many more).
+    m, f = T_MENTIONS, T_FILES
+    counted = and_(f.c.id == m.c.file_id, f.c.pairs == 1)
+    return (
+        select(m.c.concept_id, func.sum(f.c.concept_count - 1))
+        .select_from(m.join(f, counted))
+        .where(m.c.concept_id.in_(ids))
+        .group_by(m.c.concept_id)
     )
 
 
-STRENGTHS = (_strengths(T_CREL.c.a_id), _strengths(T_CREL.c.b_id))
+# Weighted degrees: (concept, sum of its relations' counts), from its notes (see above).
+STRENGTHS = ForIds(_strengths_statement)
 
 
 def _overlaps_statement(ids: IdList) -> Select[Any]:
