@@ -265,6 +265,11 @@ def _top_files_statement(ids: IdList) -> Select[Any]:
 _TOP_FILES = ForIds(_top_files_statement)
 
 
+_PREVIEW_TEXTS = ForIds(  # (id, text) of the files previewed
+    lambda ids: select(T_FILES.c.id, T_FILES.c.text).where(T_FILES.c.id.in_(ids))
+)
+
+
 def _previews(
     conn: Connection,
     key: str,
@@ -275,9 +280,7 @@ def _previews(
     from contextgraph.notes.preview import content_preview  # loads the markdown parser
 
     ids = sorted({fid for entries in files.values() for _, fid in entries})
-    texts = dict(
-        conn.execute(select(T_FILES.c.id, T_FILES.c.text).where(T_FILES.c.id.in_(ids))).all()
-    )
+    texts = dict(_PREVIEW_TEXTS.rows(conn, ids))
     out: dict[int, dict[str, str]] = {}
     for n in listed:
         previews: dict[str, str] = {}

@@ -32,8 +32,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from contextgraph.errors import InvalidArgument, NotFound
 from contextgraph.graph.ftsquery import build_match, query_terms
@@ -43,7 +44,7 @@ from contextgraph.graph.stopwords import STOPWORDS
 from contextgraph.limits import MAX_QUERY_CHARS, RETRIEVE_BUDGET_TOKENS, RETRIEVE_K
 from contextgraph.settings import Settings
 from contextgraph.store.models import T_ENTITIES, T_FILES, T_MENTIONS, T_REL, T_SOURCES
-from contextgraph.store.sqlcore import chunked
+from contextgraph.store.sqlcore import ForIds, IdList
 
 # Aliases built once: building one per call costs SQLAlchemy more than the query costs SQLite.
 _SRC = T_ENTITIES.alias("src")
@@ -120,16 +121,7 @@ def rank_files(
 
 def _size_prior(conn: Connection, ids: list[int]) -> dict[int, float]:
     """log(size) over log(the largest candidate's size): big files change and matter more."""
-    sizes: dict[int, int] = {}
-    for chunk in chunked(ids):
-        sizes.update(
-            {
-                int(i): int(n)
-                for i, n in conn.execute(
-                    select(T_FILES.c.id, T_FILES.c.size).where(T_FILES.c.id.in_(chunk))
-                )
-            }
-        )
+    sizes = {int(i): int(n) for i, n in _SIZES.rows(conn, ids)}
     top = math.log1p(max(sizes.values(), default=1))
     return {i: math.log1p(n) / top for i, n in sizes.items()} if top > 0 else {}
 
@@ -159,17 +151,7 @@ def _code_neighbours(
     strength = {s.file_id: s.lexical for s in seeds if s.kind == "code"}
     if not strength:
         return
-    src, dst = _SRC, _DST
-    r = T_REL
-    base = (
-        select(src.c.file_id.label("a"), dst.c.file_id.label("b"), r.c.type)
-        .select_from(r.join(src, src.c.id == r.c.src_id).join(dst, dst.c.id == r.c.dst_id))
-        .where(r.c.type.in_(_GRAPH_TYPES), src.c.file_id != dst.c.file_id)
-    )
-    ids = list(strength)
-    rows = conn.execute(
-        base.where(src.c.file_id.in_(ids)).union(base.where(dst.c.file_id.in_(ids)))
-    ).all()
+    rows = list(_LINKS.rows(conn, list(strength)))
     # file pair (seed, other) -> the edge types between them, with their direction.
     links: dict[tuple[int, int], set[str]] = defaultdict(set)
     for a, b, rtype in rows:
@@ -223,16 +205,10 @@ def _verb(types: set[str]) -> str:
 
 def _file_info(conn: Connection, file_ids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
     """(source name, path, kind) of each file."""
-    f, src = T_FILES, T_SOURCES
-    info: dict[int, tuple[str, str, str]] = {}
-    for chunk in chunked(list(file_ids)):
-        for row in conn.execute(
-            select(f.c.id, src.c.name, f.c.path, f.c.kind)
-            .join(src, src.c.id == f.c.source_id)
-            .where(f.c.id.in_(chunk))
-        ):
-            info[int(row.id)] = (row.name, row.path, row.kind)
-    return info
+    return {
+        int(fid): (name, path, kind)
+        for fid, _source_id, name, path, kind in _FILE_INFO.rows(conn, list(file_ids))
+    }
 
 
 def _file_degrees(
@@ -242,15 +218,10 @@ def _file_degrees(
     ids = list(file_ids)
     info: dict[int, tuple[str, str, str]] = {}
     sources: set[int] = set()
-    f, s = T_FILES, T_SOURCES
-    for chunk in chunked(ids):
-        for row in conn.execute(
-            select(f.c.id, f.c.source_id, s.c.name, f.c.path, f.c.kind)
-            .join(s, s.c.id == f.c.source_id)
-            .where(f.c.id.in_(chunk))
-        ):
-            info[int(row.id)] = (row.name, row.path, row.kind)
-            sources.add(int(row.source_id))
+    f = T_FILES
+    for fid, source_id, name, path, kind in _FILE_INFO.rows(conn, ids):
+        info[int(fid)] = (name, path, kind)
+        sources.add(int(source_id))
     population = int(
         conn.execute(
             select(func.count())
@@ -258,22 +229,7 @@ def _file_degrees(
             .where(f.c.kind == "code", f.c.source_id.in_(sources))
         ).scalar_one()
     )
-    src, dst = _SRC, _DST
-    degree: dict[int, int] = {}
-    for chunk in chunked(ids):
-        rows = conn.execute(
-            select(dst.c.file_id, func.count(func.distinct(src.c.file_id)))
-            .select_from(
-                T_REL.join(src, src.c.id == T_REL.c.src_id).join(dst, dst.c.id == T_REL.c.dst_id)
-            )
-            .where(
-                T_REL.c.type == "imports",
-                dst.c.kind == "file",
-                dst.c.file_id.in_(chunk),
-            )
-            .group_by(dst.c.file_id)
-        )
-        degree.update({int(fid): int(n) for fid, n in rows})
+    degree = {int(fid): int(n) for fid, n in _IMPORTERS.rows(conn, ids)}
     return degree, population, info
 
 
@@ -289,26 +245,12 @@ def _note_neighbours(
     strength = {s.file_id: s.lexical for s in seeds if s.kind == "note"}
     if not strength:
         return
-    m, e, f = T_MENTIONS, T_ENTITIES, T_FILES
-    linked = conn.execute(
-        select(m.c.file_id, m.c.concept_id, e.c.name)
-        .join(e, e.c.id == m.c.concept_id)
-        .where(m.c.file_id.in_(list(strength)))
-    ).all()
+    f = T_FILES
+    linked = list(_LINKED.rows(conn, list(strength)))
     if not linked:
         return
-    df: dict[int, int] = {}
-    for chunk in chunked(list({int(r.concept_id) for r in linked})):
-        df.update(
-            {
-                int(c): int(n)
-                for c, n in conn.execute(
-                    select(m.c.concept_id, func.count())
-                    .where(m.c.concept_id.in_(chunk))
-                    .group_by(m.c.concept_id)
-                )
-            }
-        )
+    concepts = list({int(concept) for _, concept, _ in linked})
+    df = {int(c): int(n) for c, n in _NOTE_COUNTS.rows(conn, concepts)}
     followed = {c for c, n in df.items() if 1 < n <= settings.retrieve_concept_fanout}
     if not followed:
         return
@@ -316,14 +258,11 @@ def _note_neighbours(
         conn.execute(select(func.count()).select_from(f).where(f.c.kind == "note")).scalar_one()
     )
     notes_of: dict[int, list[int]] = defaultdict(list)
-    for chunk in chunked(sorted(followed)):
-        for note, concept in conn.execute(
-            select(m.c.file_id, m.c.concept_id).where(m.c.concept_id.in_(chunk))
-        ):
-            notes_of[int(concept)].append(int(note))
+    for note, concept in _NOTES_OF.rows(conn, sorted(followed)):
+        notes_of[int(concept)].append(int(note))
     info = _file_info(conn, {n for notes in notes_of.values() for n in notes})
-    for row in linked:
-        seed, concept = int(row.file_id), int(row.concept_id)
+    for seed_id, concept_id, concept_name in linked:
+        seed, concept = int(seed_id), int(concept_id)
         if concept not in followed:
             continue
         contribution = (
@@ -333,7 +272,7 @@ def _note_neighbours(
         )
         if contribution <= 0:
             continue
-        reason = f"links [[{row.name}]] like seed note {scored[seed].path}"
+        reason = f"links [[{concept_name}]] like seed note {scored[seed].path}"
         for note in notes_of[concept]:
             if note == seed or note not in info:
                 continue
@@ -343,6 +282,66 @@ def _note_neighbours(
                 target = scored[note] = Scored(note, source_name, path, kind)
             target.graph += contribution
             target.reasons[reason] = target.reasons.get(reason, 0.0) + contribution
+
+
+# The lookups over id lists (ForIds: built on first use, one text per statement on SQLite).
+def _links_statement(ids: IdList) -> Any:
+    """File pairs related by code edges, either end one of ``ids``, with the edge type."""
+    src, dst, r = _SRC, _DST, T_REL
+    base = (
+        select(src.c.file_id.label("a"), dst.c.file_id.label("b"), r.c.type)
+        .select_from(r.join(src, src.c.id == r.c.src_id).join(dst, dst.c.id == r.c.dst_id))
+        .where(
+            # one bound value per type: a statement compiled once has no expanding IN
+            r.c.type.in_([bindparam(f"type{i}", t) for i, t in enumerate(_GRAPH_TYPES)]),
+            src.c.file_id != dst.c.file_id,
+        )
+    )
+    return base.where(src.c.file_id.in_(ids)).union(base.where(dst.c.file_id.in_(ids)))
+
+
+def _importers_statement(ids: IdList) -> Any:
+    """How many files import each file of ``ids``."""
+    src, dst = _SRC, _DST
+    return (
+        select(dst.c.file_id, func.count(func.distinct(src.c.file_id)))
+        .select_from(
+            T_REL.join(src, src.c.id == T_REL.c.src_id).join(dst, dst.c.id == T_REL.c.dst_id)
+        )
+        .where(T_REL.c.type == "imports", dst.c.kind == "file", dst.c.file_id.in_(ids))
+        .group_by(dst.c.file_id)
+    )
+
+
+_LINKS = ForIds(_links_statement)
+_IMPORTERS = ForIds(_importers_statement)
+_SIZES = ForIds(lambda ids: select(T_FILES.c.id, T_FILES.c.size).where(T_FILES.c.id.in_(ids)))
+_FILE_INFO = ForIds(  # (id, source id, source name, path, kind)
+    lambda ids: (
+        select(T_FILES.c.id, T_FILES.c.source_id, T_SOURCES.c.name, T_FILES.c.path, T_FILES.c.kind)
+        .join(T_SOURCES, T_SOURCES.c.id == T_FILES.c.source_id)
+        .where(T_FILES.c.id.in_(ids))
+    )
+)
+_LINKED = ForIds(  # (note, concept, concept name) of the notes of ``ids``
+    lambda ids: (
+        select(T_MENTIONS.c.file_id, T_MENTIONS.c.concept_id, T_ENTITIES.c.name)
+        .join(T_ENTITIES, T_ENTITIES.c.id == T_MENTIONS.c.concept_id)
+        .where(T_MENTIONS.c.file_id.in_(ids))
+    )
+)
+_NOTE_COUNTS = ForIds(  # (concept, how many notes link it)
+    lambda ids: (
+        select(T_MENTIONS.c.concept_id, func.count())
+        .where(T_MENTIONS.c.concept_id.in_(ids))
+        .group_by(T_MENTIONS.c.concept_id)
+    )
+)
+_NOTES_OF = ForIds(  # (note, concept) of the concepts of ``ids``
+    lambda ids: select(T_MENTIONS.c.file_id, T_MENTIONS.c.concept_id).where(
+        T_MENTIONS.c.concept_id.in_(ids)
+    )
+)
 
 
 __all__ = ["Retrieval", "RetrievedItem", "retrieve"]

@@ -23,6 +23,7 @@ from contextgraph.graph.search import Highlighter
 from contextgraph.graph.searchterms import body_start
 from contextgraph.store.identity import file_uri
 from contextgraph.store.models import T_FILES
+from contextgraph.store.sqlcore import ForIds
 
 CHARS_PER_TOKEN = 4
 _SCAN_CHARS = 50_000  # of a file's text, read for the matched words of its "why"
@@ -98,12 +99,8 @@ def pack(
     budget_tokens: int,
 ) -> Retrieval:
     rows = {
-        int(r.id): r
-        for r in conn.execute(
-            select(T_FILES.c.id, T_FILES.c.text, T_FILES.c.facts).where(
-                T_FILES.c.id.in_([s.file_id for s in ranked])
-            )
-        )
+        int(fid): (text, facts)
+        for fid, text, facts in _TEXTS.rows(conn, [s.file_id for s in ranked])
     }
     highlighter = Highlighter(terms)
     stems = [Highlighter([t]).stems for t in terms]
@@ -111,9 +108,8 @@ def pack(
     used = 0
     truncated = False
     for rank, s in enumerate(ranked, start=1):
-        row = rows.get(s.file_id)
-        text = (row.text if row is not None else None) or ""
-        facts = row.facts if row is not None else None
+        text, facts = rows.get(s.file_id, (None, None))
+        text = text or ""
         why = []
         if s.lexical > 0:
             head = (s.path + "\n" + text[:_SCAN_CHARS]).lower()
@@ -145,6 +141,11 @@ def pack(
             )
         )
     return Retrieval(query, k, budget_tokens, used, truncated, tuple(items))
+
+
+_TEXTS = ForIds(  # (id, text, facts): what the pack's excerpts are cut from
+    lambda ids: select(T_FILES.c.id, T_FILES.c.text, T_FILES.c.facts).where(T_FILES.c.id.in_(ids))
+)
 
 
 def _holds(lowered: str, stems: tuple[str, ...]) -> bool:
