@@ -18,11 +18,12 @@ filter applies to the entities expansion reaches, not to the seeds the caller na
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Connection, and_, literal, or_, select, union_all
+from sqlalchemy import Connection, and_, bindparam, literal, or_, select, union_all
+from sqlalchemy.sql.elements import BindParameter
 
 from contextgraph.errors import InvalidArgument
 from contextgraph.graph.stopwords import STOPWORDS
@@ -37,7 +38,7 @@ from contextgraph.settings import Settings
 from contextgraph.store import db
 from contextgraph.store.identity import file_uri
 from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_REL, T_SOURCES
-from contextgraph.store.sqlcore import ByIds, chunked
+from contextgraph.store.sqlcore import ByIds, ForIds, IdList, compiled_tuples
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,6 @@ def passes_quality(name: str, settings: Settings) -> bool:
 
 def match_seeds(conn: Connection, seeds: list[str]) -> dict[int, tuple[str, str, str | None]]:
     """Entities named by ``seeds``: id -> (name, kind, path)."""
-    e = T_ENTITIES
     found: dict[int, tuple[str, str, str | None]] = {}
     for seed in seeds:
         lowered = seed.strip().lower()
@@ -99,26 +99,44 @@ def match_seeds(conn: Connection, seeds: list[str]) -> dict[int, tuple[str, str,
             continue
         concept = normalize(seed)
         stem = db.escape_like(lowered)
-        conditions = [
-            and_(e.c.kind.in_(("symbol", "package")), e.c.name_lower == lowered),
-            and_(
-                e.c.kind == "file",
-                or_(
-                    e.c.name_lower == lowered,
-                    e.c.name_lower.like(stem + ".%", escape="\\"),
-                    e.c.name_lower.like("%/" + stem + ".%", escape="\\"),
-                    e.c.name_lower.like("%/" + stem, escape="\\"),
-                ),
-            ),
-        ]
-        if concept:
-            conditions.append(and_(e.c.kind == "concept", e.c.key == concept))
-        rows = conn.execute(select(e.c.id, e.c.name, e.c.kind, e.c.path).where(or_(*conditions)))
-        for r in rows:
-            if r.kind == "file" and not _is_stem_match(r.name.lower(), lowered):
+        values = {
+            "lowered": lowered,
+            "stem_dot": stem + ".%",
+            "in_dir_dot": "%/" + stem + ".%",
+            "in_dir": "%/" + stem,
+            "concept": concept,
+        }
+        key = ("expand.match_seeds", bool(concept))
+        rows = compiled_tuples(
+            conn, key, functools.partial(_match_statement, bool(concept)), values
+        )
+        for eid, name, kind, path in rows:
+            if kind == "file" and not _is_stem_match(name.lower(), lowered):
                 continue
-            found[int(r.id)] = (r.name, r.kind, r.path)
+            found[int(eid)] = (name, kind, path)
     return found
+
+
+def _match_statement(with_concept: bool) -> Any:
+    """The entities a seed names (see :func:`match_seeds`' bound values): symbols and packages
+    by name, files by name or stem, and (``with_concept``) the concept of that key."""
+    e = T_ENTITIES
+    lowered: BindParameter[str] = bindparam("lowered")
+    conditions = [
+        and_(e.c.kind.in_([literal("symbol"), literal("package")]), e.c.name_lower == lowered),
+        and_(
+            e.c.kind == "file",
+            or_(
+                e.c.name_lower == lowered,
+                e.c.name_lower.like(bindparam("stem_dot"), escape="\\"),
+                e.c.name_lower.like(bindparam("in_dir_dot"), escape="\\"),
+                e.c.name_lower.like(bindparam("in_dir"), escape="\\"),
+            ),
+        ),
+    ]
+    if with_concept:
+        conditions.append(and_(e.c.kind == "concept", e.c.key == bindparam("concept")))
+    return select(e.c.id, e.c.name, e.c.kind, e.c.path).where(or_(*conditions))
 
 
 def _is_stem_match(path: str, seed: str) -> bool:
@@ -133,14 +151,16 @@ def _is_stem_match(path: str, seed: str) -> bool:
     )
 
 
-def _layer_query(ids: Sequence[int], min_weight: float, direction: str) -> Any:
-    """Every traversable edge touching ``ids``: (from, to, type, weight, count, outward).
+def _layer_statement(ids: IdList, direction: str) -> Any:
+    """Every traversable edge touching ``ids``: (from, to, type, weight, count, outward), the
+    code edges of weight at least ``:min_weight``.
 
     ``direction`` "out" keeps the code edges from ``ids`` outward (what they use), "in" those
     pointing at them (what uses them); co-occurrence has no direction and is always kept.
     """
     r, c = T_REL, T_CREL
     one = literal(1.0)
+    min_weight: BindParameter[float] = bindparam("min_weight")
     parts = []
     if direction in ("both", "out"):
         parts.append(
@@ -165,12 +185,19 @@ def _layer_query(ids: Sequence[int], min_weight: float, direction: str) -> Any:
     return union_all(*parts)
 
 
+def _layer_rows(
+    conn: Connection, ids: list[int], min_weight: float, direction: str
+) -> list[tuple[Any, ...]]:
+    """The rows of :func:`_layer_statement` for ``ids`` (each edge once: ``ids`` are distinct,
+    so a chunk's rows are no other chunk's)."""
+    return list(_LAYERS[direction].rows(conn, ids, {"min_weight": min_weight}))
+
+
 def _degrees(conn: Connection, ids: list[int], min_weight: float) -> dict[int, int]:
     """Distinct traversable neighbours of each entity, both ways (how generic it is)."""
     out: dict[int, set[int]] = {}
-    for chunk in chunked(ids):
-        for a, b, *_ in conn.execute(_layer_query(chunk, min_weight, "both")):
-            out.setdefault(int(a), set()).add(int(b))
+    for a, b, *_ in _layer_rows(conn, ids, min_weight, "both"):
+        out.setdefault(int(a), set()).add(int(b))
     return {n: len(v) for n, v in out.items()}
 
 
@@ -207,7 +234,7 @@ def expand(
     for depth in range(1, max_depth + 1):
         if not frontier or len(results) >= max_nodes:
             break
-        rows = conn.execute(_layer_query(frontier, settings.expand_min_weight, direction)).all()
+        rows = _layer_rows(conn, frontier, settings.expand_min_weight, direction)
         neighbours: dict[int, set[int]] = {}
         for src, dst, *_ in rows:
             neighbours.setdefault(src, set()).add(dst)
@@ -302,6 +329,12 @@ _NAMES = ByIds(
     select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.kind, T_ENTITIES.c.path),
     T_ENTITIES.c.id,
 )
+
+# One statement per direction, built and compiled on first use.
+_LAYERS = {
+    direction: ForIds(functools.partial(_layer_statement, direction=direction))
+    for direction in EXPAND_DIRECTIONS
+}
 
 
 __all__ = ["STOPWORDS", "ExpandResult", "Expansion", "expand", "passes_quality"]
