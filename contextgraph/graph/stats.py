@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ from contextgraph.store.models import (
     T_RUNS,
     T_SOURCES,
 )
+from contextgraph.store.sqlcore import compiled_tuples
 
 if TYPE_CHECKING:
     from contextgraph.graph.communities import CommunityInfo, CommunityRunInfo
@@ -36,37 +37,44 @@ def counts(conn: Connection, *, files: bool = True) -> dict[str, Any]:
     """Count sources, files by kind, entities by kind, relations and communities.
 
     ``files=False`` leaves the files out (``{}``): counting them reads the whole files table.
+    Each statement is compiled once per process (:func:`compiled_tuples`), not once per engine.
     """
-    by_kind: dict[str, int] = (
-        dict(conn.execute(select(T_FILES.c.kind, func.count()).group_by(T_FILES.c.kind)).all())
-        if files
-        else {}
-    )
-    entities: dict[str, int] = dict(
-        conn.execute(select(T_ENTITIES.c.kind, func.count()).group_by(T_ENTITIES.c.kind)).all()
-    )
-    code_relations: dict[str, int] = dict(
-        conn.execute(select(T_REL.c.type, func.count()).group_by(T_REL.c.type)).all()
-    )
-    run = conn.execute(
-        select(T_RUNS.c.community_count, T_RUNS.c.modularity, T_RUNS.c.algorithm)
-        .order_by(T_RUNS.c.id.desc())
-        .limit(1)
-    ).first()
+    by_kind: dict[str, int] = dict(_run(conn, "files_by_kind")) if files else {}
+    entities: dict[str, int] = dict(_run(conn, "entities_by_kind"))
+    code_relations: dict[str, int] = dict(_run(conn, "relations_by_type"))
+    runs = _run(conn, "latest_run")
+    run = runs[0] if runs else None
     return {
-        "sources": [
-            {"name": r.name, "root": r.root}
-            for r in conn.execute(select(T_SOURCES.c.name, T_SOURCES.c.root).order_by("name"))
-        ],
+        "sources": [{"name": name, "root": root} for name, root in _run(conn, "sources")],
         "files": {k: int(v) for k, v in by_kind.items()},
         "concepts": int(entities.get("concept", 0)),
         "entities": {k: int(v) for k, v in entities.items()},
-        "relations": int(conn.execute(select(func.count()).select_from(T_CREL)).scalar_one()),
+        "relations": int(_run(conn, "concept_relations")[0][0]),
         "codeRelations": {k: int(v) for k, v in code_relations.items()},
-        "communities": None if run is None else int(run.community_count),
-        "modularity": None if run is None else float(run.modularity),
-        "communityAlgorithm": None if run is None else run.algorithm,
+        "communities": None if run is None else int(run[0]),
+        "modularity": None if run is None else float(run[1]),
+        "communityAlgorithm": None if run is None else run[2],
     }
+
+
+# What :func:`counts` and :func:`engine_info` read, by name (built on first use).
+_COUNTS: dict[str, Callable[[], Select[Any]]] = {
+    "files_by_kind": lambda: select(T_FILES.c.kind, func.count()).group_by(T_FILES.c.kind),
+    "entities_by_kind": lambda: select(T_ENTITIES.c.kind, func.count()).group_by(T_ENTITIES.c.kind),
+    "relations_by_type": lambda: select(T_REL.c.type, func.count()).group_by(T_REL.c.type),
+    "latest_run": lambda: (
+        select(T_RUNS.c.community_count, T_RUNS.c.modularity, T_RUNS.c.algorithm)
+        .order_by(T_RUNS.c.id.desc())
+        .limit(1)
+    ),
+    "sources": lambda: select(T_SOURCES.c.name, T_SOURCES.c.root).order_by("name"),
+    "concept_relations": lambda: select(func.count()).select_from(T_CREL),
+    "sqlite_version": lambda: select(func.sqlite_version()),
+}
+
+
+def _run(conn: Connection, name: str) -> list[tuple[Any, ...]]:
+    return compiled_tuples(conn, ("stats", name), _COUNTS[name], {})
 
 
 @dataclass(frozen=True)
@@ -234,7 +242,7 @@ def engine_info(conn: Connection) -> dict[str, str]:
     if conn.dialect.name == "postgresql":
         version = conn.execute(select(func.current_setting("server_version"))).scalar_one()
     else:
-        version = conn.execute(select(func.sqlite_version())).scalar_one()
+        version = _run(conn, "sqlite_version")[0][0]
     return {"engine": conn.dialect.name, "serverVersion": str(version)}
 
 
