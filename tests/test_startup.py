@@ -190,3 +190,70 @@ def test_a_driver_error_still_prints_the_drivers_message_only() -> None:
     assert result.exit_code == 1
     assert "database error: disk I/O error" in result.output
     assert "secret" not in result.output
+
+
+_COMPILES = """
+import json, sys
+from sqlalchemy.sql import compiler
+
+compiled = []
+_init = compiler.SQLCompiler.__init__
+
+
+def _counting(self, *args, **kwargs):
+    _init(self, *args, **kwargs)
+    compiled.append(" ".join(str(self.string).split())[:80])
+
+
+compiler.SQLCompiler.__init__ = _counting
+"""
+
+_IMPORT_PROBE = (
+    _COMPILES
+    + """
+import contextgraph.graph.context, contextgraph.graph.expand, contextgraph.graph.retrieve
+import contextgraph.graph.search, contextgraph.graph.stats, contextgraph.graph.communities
+print(json.dumps(compiled))
+"""
+)
+
+_SECOND_ENGINE_PROBE = (
+    _COMPILES
+    + """
+from contextgraph import ContextGraph
+
+
+def queries(graph):
+    graph.stats()
+    graph.expand(["Alpha"])
+    graph.retrieve("alpha beta")
+    graph.search("alpha")
+
+
+with ContextGraph.open(sys.argv[1]) as graph:
+    queries(graph)
+with ContextGraph.open(sys.argv[1]) as graph:  # a second engine, its statement cache empty
+    compiled.clear()
+    queries(graph)
+print(json.dumps(compiled))
+"""
+)
+
+
+def _compiled_by(probe: str, *args: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True
+    )
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_the_query_modules_compile_no_statement_at_import() -> None:
+    assert _compiled_by(_IMPORT_PROBE) == []
+
+
+def test_stats_expand_retrieve_and_search_compile_their_statements_once_per_process(
+    synced: Path,
+) -> None:
+    """Their statements are compiled once per process (ForIds, compiled_tuples), not once per
+    engine: a second database opened in the same process compiles none of them again."""
+    assert _compiled_by(_SECOND_ENGINE_PROBE, str(synced)) == []

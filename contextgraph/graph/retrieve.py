@@ -44,7 +44,7 @@ from contextgraph.graph.stopwords import STOPWORDS
 from contextgraph.limits import MAX_QUERY_CHARS, RETRIEVE_BUDGET_TOKENS, RETRIEVE_K
 from contextgraph.settings import Settings
 from contextgraph.store.models import T_ENTITIES, T_FILES, T_MENTIONS, T_REL, T_SOURCES
-from contextgraph.store.sqlcore import ForIds, IdList
+from contextgraph.store.sqlcore import ForIds, IdList, compiled_tuples
 
 # Aliases built once: building one per call costs SQLAlchemy more than the query costs SQLite.
 _SRC = T_ENTITIES.alias("src")
@@ -127,7 +127,7 @@ def _size_prior(conn: Connection, ids: list[int]) -> dict[int, float]:
 
 
 def _source_exists(conn: Connection, name: str) -> bool:
-    return conn.execute(select(T_SOURCES.c.id).where(T_SOURCES.c.name == name)).first() is not None
+    return bool(compiled_tuples(conn, "retrieve.source", _source_statement, {"name": name}))
 
 
 def _lexical(found: list[Candidate]) -> dict[int, Scored]:
@@ -218,17 +218,11 @@ def _file_degrees(
     ids = list(file_ids)
     info: dict[int, tuple[str, str, str]] = {}
     sources: set[int] = set()
-    f = T_FILES
     for fid, source_id, name, path, kind in _FILE_INFO.rows(conn, ids):
         info[int(fid)] = (name, path, kind)
         sources.add(int(source_id))
-    population = int(
-        conn.execute(
-            select(func.count())
-            .select_from(f)
-            .where(f.c.kind == "code", f.c.source_id.in_(sources))
-        ).scalar_one()
-    )
+    # the sources are distinct, so the counts of their chunks add up
+    population = sum(int(n) for (n,) in _CODE_FILES.rows(conn, sorted(sources)))
     degree = {int(fid): int(n) for fid, n in _IMPORTERS.rows(conn, ids)}
     return degree, population, info
 
@@ -245,7 +239,6 @@ def _note_neighbours(
     strength = {s.file_id: s.lexical for s in seeds if s.kind == "note"}
     if not strength:
         return
-    f = T_FILES
     linked = list(_LINKED.rows(conn, list(strength)))
     if not linked:
         return
@@ -254,9 +247,7 @@ def _note_neighbours(
     followed = {c for c, n in df.items() if 1 < n <= settings.retrieve_concept_fanout}
     if not followed:
         return
-    population = int(
-        conn.execute(select(func.count()).select_from(f).where(f.c.kind == "note")).scalar_one()
-    )
+    population = int(compiled_tuples(conn, "retrieve.notes", _notes_statement, {})[0][0])
     notes_of: dict[int, list[int]] = defaultdict(list)
     for note, concept in _NOTES_OF.rows(conn, sorted(followed)):
         notes_of[int(concept)].append(int(note))
@@ -313,6 +304,21 @@ def _importers_statement(ids: IdList) -> Any:
     )
 
 
+def _notes_statement() -> Any:
+    return select(func.count()).select_from(T_FILES).where(T_FILES.c.kind == "note")
+
+
+def _source_statement() -> Any:
+    return select(T_SOURCES.c.id).where(T_SOURCES.c.name == bindparam("name"))
+
+
+_CODE_FILES = ForIds(  # how many code files the sources of ``ids`` hold
+    lambda ids: (
+        select(func.count())
+        .select_from(T_FILES)
+        .where(T_FILES.c.kind == "code", T_FILES.c.source_id.in_(ids))
+    )
+)
 _LINKS = ForIds(_links_statement)
 _IMPORTERS = ForIds(_importers_statement)
 _SIZES = ForIds(lambda ids: select(T_FILES.c.id, T_FILES.c.size).where(T_FILES.c.id.in_(ids)))
