@@ -139,3 +139,33 @@ def test_upgrade_to_0003_fills_the_code_aware_search_columns(db_path: Path, vaul
     assert [h.path for h in graph.search("TokenStore").hits] == ["auth.py"]
     assert graph.doctor().ok
     graph.close()
+
+
+def test_relations_by_the_larger_end_are_read_from_the_index_alone(
+    db_path: Path, vault: Path
+) -> None:
+    """0006 puts the count in the second-end index, over existing rows, and back out on a
+    downgrade."""
+    (vault / "a.md").write_text("[[Alpha]] [[Beta]] [[Gamma]]", encoding="utf-8")
+    graph = ContextGraph.open(db_path)
+    graph.sync([vault])  # rows first, then back to 0005 and up again over them
+    before = _counts(graph)
+    db.downgrade(graph.engine, "0005_search_dates")
+    db.upgrade(graph.engine)
+    assert _counts(graph) == before and before["concept_relations"] == 3
+    plan = "EXPLAIN QUERY PLAN SELECT a_id, count FROM concept_relations WHERE b_id = 2"
+    with db.read(graph.engine) as conn:
+        detail = " ".join(str(row[-1]) for row in conn.execute(text(plan)))
+        assert "COVERING INDEX ix_concept_relations_b_id_a_id_count" in detail
+        db_counts = conn.execute(text("SELECT sum(count) FROM concept_relations")).scalar_one()
+    assert db_counts == 3
+    db.downgrade(graph.engine, "0005_search_dates")
+    with db.read(graph.engine) as conn:
+        names = set(
+            conn.execute(
+                text("SELECT name FROM sqlite_master WHERE tbl_name = 'concept_relations'")
+            ).scalars()
+        )
+    assert "ix_concept_relations_b_id_a_id" in names
+    assert "ix_concept_relations_b_id_a_id_count" not in names
+    graph.close()

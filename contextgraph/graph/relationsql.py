@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import (
+    CTE,
     ColumnElement,
     CompoundSelect,
     Select,
@@ -21,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.elements import BindParameter
 
-from contextgraph.store.dialect import greatest, least
+from contextgraph.store.dialect import least
 from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_MENTIONS
 from contextgraph.store.sqlcore import ByIds, ForIds, IdList
 
@@ -61,7 +62,21 @@ def _strengths_statement(ids: IdList) -> Select[Any]:
 STRENGTHS = ForIds(_strengths_statement)
 
 
+def _neighbours_of_q() -> CTE:
+    """Concept ``:q``'s relations, materialized once: (neighbour, count); a neighbour once."""
+    q_id: BindParameter[int] = bindparam("q")
+    near = union_all(
+        select(T_CREL.c.b_id.label("n"), T_CREL.c.count.label("w")).where(T_CREL.c.a_id == q_id),
+        select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == q_id),
+    )
+    return near.cte("qn").prefix_with("MATERIALIZED")
+
+
 def _overlaps_statement(ids: IdList) -> Select[Any]:
+    """(candidate, shared neighbours with ``:q``, Σ min of the two counts, Σ of its counts) for
+    the candidates ``ids`` sharing at least ``:k``: each relation (c, n) of a candidate is
+    matched with ``:q``'s relation to n in ``:q``'s relations, materialized once (a lookup
+    in a few hundred rows, not in the whole table)."""
     r = T_CREL.alias("r")
     sides = union_all(
         select(r.c.a_id.label("c"), r.c.b_id.label("n"), r.c.count.label("w")).where(
@@ -69,19 +84,17 @@ def _overlaps_statement(ids: IdList) -> Select[Any]:
         ),
         select(r.c.b_id, r.c.a_id, r.c.count).where(r.c.b_id.in_(ids)),
     ).subquery("sides")
-    q = T_CREL.alias("q")
-    q_id: BindParameter[int] = bindparam("q")
-    matched = and_(q.c.a_id == least(q_id, sides.c.n), q.c.b_id == greatest(q_id, sides.c.n))
-    shared = func.count(q.c.a_id)
+    qn = _neighbours_of_q()
+    shared = func.count(qn.c.n)
     return (
         select(
             sides.c.c,
             shared,
             # An unmatched relation adds 0 (PostgreSQL's LEAST would skip the NULL instead).
-            func.coalesce(func.sum(least(sides.c.w, func.coalesce(q.c.count, 0))), 0),
+            func.coalesce(func.sum(least(sides.c.w, func.coalesce(qn.c.w, 0))), 0),
             func.sum(sides.c.w),
         )
-        .select_from(sides.outerjoin(q, matched))
+        .select_from(sides.outerjoin(qn, qn.c.n == sides.c.n))
         .group_by(sides.c.c)
         .having(shared >= bindparam("k"))
     )
@@ -102,12 +115,7 @@ def walk_statement() -> Select[Any]:
     (member, shared neighbours, Σ min of the two counts, Σ of the member's counts with them), by
     walking the relations of ``:q``'s neighbours (``:q`` itself is among the rows: the caller
     keeps only its candidates)."""
-    q_id: BindParameter[int] = bindparam("q")
-    near = union_all(
-        select(T_CREL.c.b_id.label("n"), T_CREL.c.count.label("w")).where(T_CREL.c.a_id == q_id),
-        select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == q_id),
-    )
-    qn = near.cte("qn").prefix_with("MATERIALIZED")
+    qn = _neighbours_of_q()
     r, e = T_CREL.alias("r"), T_ENTITIES.alias("e")
 
     def walk(here: ColumnElement[int], there: ColumnElement[int]) -> Select[Any]:

@@ -133,7 +133,8 @@ T_CREL = Table(
     Column("b_id", Integer, ForeignKey("entities.id", ondelete=CASCADE), primary_key=True),
     Column("count", Integer, nullable=False),
     CheckConstraint("a_id < b_id", name="ordered"),
-    Index("ix_concept_relations_b_id_a_id", "b_id", "a_id"),
+    # count included: relations read by the larger end come from the index alone (0006)
+    Index("ix_concept_relations_b_id_a_id_count", "b_id", "a_id", "count"),
     sqlite_with_rowid=False,
 )
 

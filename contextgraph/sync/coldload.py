@@ -39,7 +39,7 @@ COLD_LOAD = "cold-load"  # the stale mark; its value: {name: SQL} of the objects
 _TRIGGER = "files_fts_insert"  # the full-text insert trigger (migration 0003)
 _DATES_TRIGGER = "search_dates_insert"  # copies each new file's dates (migration 0005)
 # What a cold load builds once, besides the triggers: the link tables' secondary indexes.
-_INDEXES = ("ix_concept_relations_b_id_a_id", "ix_mentions_concept_id_file_id")
+_INDEXES = ("ix_concept_relations_b_id_a_id_count", "ix_mentions_concept_id_file_id")
 DEFERRED = (_TRIGGER, _DATES_TRIGGER, *_INDEXES)
 _MASTER = table_clause("sqlite_master", column("type"), column("name"), column("sql"))
 
