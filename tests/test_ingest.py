@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
+
+from contextgraph.store.identity import content_hash
 from contextgraph.sync.ingest import Job, prepare
 
 LIMIT = 1 << 20
@@ -64,3 +68,50 @@ def test_code_that_does_not_parse_is_kept_with_a_warning(tmp_path: Path) -> None
     broken = prepare(_job(bad, "code"))
     assert broken.status == "new" and broken.facts is None
     assert broken.warnings and broken.warnings[0].startswith("does not parse:")
+
+
+def _reported_size(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    """Make fstat report ``size`` bytes, as if the file grew (or was empty) after fstat."""
+    real = os.fstat
+
+    def fstat(fd: int) -> os.stat_result:
+        st = real(fd)
+        return os.stat_result((*st[:6], size, *st[7:10]))
+
+    monkeypatch.setattr(os, "fstat", fstat)
+
+
+def test_the_read_is_what_one_read_of_the_limit_returns(tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(14)
+    for size in [0, 1, 2, 4095, 4096, 4097, 65536, 200_003, *rng.sample(range(300_000), 20)]:
+        data = bytes(rng.randrange(1, 256) for _ in range(size))
+        path = tmp_path / f"f{size}.txt"
+        path.write_bytes(data)
+        for limit in (size, size + 1, LIMIT):
+            p = prepare(_job(path, "other", limit=limit))
+            assert p.status == "new" and p.size == size
+            assert p.hash == content_hash(data)
+        if size:
+            assert prepare(_job(path, "other", limit=size - 1)).status == "failed"
+
+
+def test_a_file_that_grew_after_fstat_is_read_to_its_end_or_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    note = tmp_path / "n.md"
+    body = "[[grown]] " * 500
+    note.write_text(body, encoding="utf-8")
+    for reported in (0, 1, 10, len(body) - 1):
+        _reported_size(monkeypatch, reported)
+        p = prepare(_job(note, "note"))
+        assert (p.status, p.text, dict(p.concepts)) == ("new", body, {"grown": 500})
+        # past the limit while it grew: refused as one read of limit + 1 bytes would see it
+        refused = prepare(_job(note, "note", limit=len(body) - 1))
+        assert (refused.status, refused.reason) == (
+            "failed",
+            f"larger than {len(body) - 1} bytes",
+        )
+        exact = prepare(_job(note, "note", limit=len(body)))
+        assert exact.status == "new" and exact.text == body
