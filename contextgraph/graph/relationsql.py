@@ -62,14 +62,18 @@ def _strengths_statement(ids: IdList) -> Select[Any]:
 STRENGTHS = ForIds(_strengths_statement)
 
 
+def _relations_of(concept: str) -> CompoundSelect[Any]:
+    """The relations of concept ``:<concept>`` from either end: (n = neighbour, w = count)."""
+    cid: BindParameter[int] = bindparam(concept)
+    return union_all(
+        select(T_CREL.c.b_id.label("n"), T_CREL.c.count.label("w")).where(T_CREL.c.a_id == cid),
+        select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == cid),
+    )
+
+
 def _neighbours_of_q() -> CTE:
     """Concept ``:q``'s relations, materialized once: (neighbour, count); a neighbour once."""
-    q_id: BindParameter[int] = bindparam("q")
-    near = union_all(
-        select(T_CREL.c.b_id.label("n"), T_CREL.c.count.label("w")).where(T_CREL.c.a_id == q_id),
-        select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == q_id),
-    )
-    return near.cte("qn").prefix_with("MATERIALIZED")
+    return _relations_of("q").cte("qn").prefix_with("MATERIALIZED")
 
 
 def _overlaps_statement(ids: IdList) -> Select[Any]:
@@ -148,10 +152,7 @@ RELATION_ROWS = ForIds(_relation_rows_statement)
 
 def adjacency_statement() -> CompoundSelect[Any]:
     """The relations of concept ``:c`` from either end: (neighbour, count)."""
-    return union_all(
-        select(T_CREL.c.b_id, T_CREL.c.count).where(T_CREL.c.a_id == bindparam("c")),
-        select(T_CREL.c.a_id, T_CREL.c.count).where(T_CREL.c.b_id == bindparam("c")),
-    )
+    return _relations_of("c")
 
 
 __all__ = [
