@@ -22,7 +22,7 @@ from contextgraph.notes.links import normalize
 from contextgraph.settings import Settings
 from contextgraph.store.identity import file_uri_sql
 from contextgraph.store.models import T_ENTITIES, T_FILES, T_SOURCES
-from contextgraph.store.sqlcore import ForIds, IdList, compiled_tuples
+from contextgraph.store.sqlcore import ByIds, ForIds, IdList, compiled_tuples
 
 MAX_FILES_PER_RELATION = 3
 _WRAPPED = re.compile(r"^\s*!?\[\[.*\]\]\s*$", re.DOTALL)
@@ -265,9 +265,7 @@ def _top_files_statement(ids: IdList) -> Select[Any]:
 _TOP_FILES = ForIds(_top_files_statement)
 
 
-_PREVIEW_TEXTS = ForIds(  # (id, text) of the files previewed
-    lambda ids: select(T_FILES.c.id, T_FILES.c.text).where(T_FILES.c.id.in_(ids))
-)
+_PREVIEW_TEXTS = ByIds(select(T_FILES.c.id, T_FILES.c.text), T_FILES.c.id)  # files previewed
 
 
 def _previews(

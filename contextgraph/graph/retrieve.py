@@ -44,7 +44,7 @@ from contextgraph.graph.stopwords import STOPWORDS
 from contextgraph.limits import MAX_QUERY_CHARS, RETRIEVE_BUDGET_TOKENS, RETRIEVE_K
 from contextgraph.settings import Settings
 from contextgraph.store.models import T_ENTITIES, T_FILES, T_MENTIONS, T_REL, T_SOURCES
-from contextgraph.store.sqlcore import ForIds, IdList, compiled_tuples
+from contextgraph.store.sqlcore import ByIds, ForIds, IdList, compiled_tuples
 
 # Aliases built once: building one per call costs SQLAlchemy more than the query costs SQLite.
 _SRC = T_ENTITIES.alias("src")
@@ -312,29 +312,24 @@ def _source_statement() -> Any:
     return select(T_SOURCES.c.id).where(T_SOURCES.c.name == bindparam("name"))
 
 
-_CODE_FILES = ForIds(  # how many code files the sources of ``ids`` hold
-    lambda ids: (
-        select(func.count())
-        .select_from(T_FILES)
-        .where(T_FILES.c.kind == "code", T_FILES.c.source_id.in_(ids))
-    )
+_CODE_FILES = ByIds(  # how many code files the sources of ``ids`` hold
+    select(func.count()).select_from(T_FILES).where(T_FILES.c.kind == "code"),
+    T_FILES.c.source_id,
 )
 _LINKS = ForIds(_links_statement)
 _IMPORTERS = ForIds(_importers_statement)
-_SIZES = ForIds(lambda ids: select(T_FILES.c.id, T_FILES.c.size).where(T_FILES.c.id.in_(ids)))
-_FILE_INFO = ForIds(  # (id, source id, source name, path, kind)
-    lambda ids: (
-        select(T_FILES.c.id, T_FILES.c.source_id, T_SOURCES.c.name, T_FILES.c.path, T_FILES.c.kind)
-        .join(T_SOURCES, T_SOURCES.c.id == T_FILES.c.source_id)
-        .where(T_FILES.c.id.in_(ids))
-    )
+_SIZES = ByIds(select(T_FILES.c.id, T_FILES.c.size), T_FILES.c.id)
+_FILE_INFO = ByIds(  # (id, source id, source name, path, kind)
+    select(
+        T_FILES.c.id, T_FILES.c.source_id, T_SOURCES.c.name, T_FILES.c.path, T_FILES.c.kind
+    ).join(T_SOURCES, T_SOURCES.c.id == T_FILES.c.source_id),
+    T_FILES.c.id,
 )
-_LINKED = ForIds(  # (note, concept, concept name) of the notes of ``ids``
-    lambda ids: (
-        select(T_MENTIONS.c.file_id, T_MENTIONS.c.concept_id, T_ENTITIES.c.name)
-        .join(T_ENTITIES, T_ENTITIES.c.id == T_MENTIONS.c.concept_id)
-        .where(T_MENTIONS.c.file_id.in_(ids))
-    )
+_LINKED = ByIds(  # (note, concept, concept name) of the notes of ``ids``
+    select(T_MENTIONS.c.file_id, T_MENTIONS.c.concept_id, T_ENTITIES.c.name).join(
+        T_ENTITIES, T_ENTITIES.c.id == T_MENTIONS.c.concept_id
+    ),
+    T_MENTIONS.c.file_id,
 )
 _NOTE_COUNTS = ForIds(  # (concept, how many notes link it)
     lambda ids: (
@@ -343,10 +338,8 @@ _NOTE_COUNTS = ForIds(  # (concept, how many notes link it)
         .group_by(T_MENTIONS.c.concept_id)
     )
 )
-_NOTES_OF = ForIds(  # (note, concept) of the concepts of ``ids``
-    lambda ids: select(T_MENTIONS.c.file_id, T_MENTIONS.c.concept_id).where(
-        T_MENTIONS.c.concept_id.in_(ids)
-    )
+_NOTES_OF = ByIds(  # (note, concept) of the concepts of ``ids``
+    select(T_MENTIONS.c.file_id, T_MENTIONS.c.concept_id), T_MENTIONS.c.concept_id
 )
 
 

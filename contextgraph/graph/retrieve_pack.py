@@ -23,7 +23,7 @@ from contextgraph.graph.search import Highlighter
 from contextgraph.graph.searchterms import body_start
 from contextgraph.store.identity import file_uri
 from contextgraph.store.models import T_FILES
-from contextgraph.store.sqlcore import ForIds
+from contextgraph.store.sqlcore import ByIds
 
 CHARS_PER_TOKEN = 4
 _SCAN_CHARS = 50_000  # of a file's text, read for the matched words of its "why"
@@ -143,8 +143,8 @@ def pack(
     return Retrieval(query, k, budget_tokens, used, truncated, tuple(items))
 
 
-_TEXTS = ForIds(  # (id, text, facts): what the pack's excerpts are cut from
-    lambda ids: select(T_FILES.c.id, T_FILES.c.text, T_FILES.c.facts).where(T_FILES.c.id.in_(ids))
+_TEXTS = ByIds(  # (id, text, facts): what the pack's excerpts are cut from
+    select(T_FILES.c.id, T_FILES.c.text, T_FILES.c.facts), T_FILES.c.id
 )
 
 
