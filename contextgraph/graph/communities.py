@@ -154,45 +154,39 @@ def _read(conn: Connection) -> _Snapshot:
     This is the hot path for large graphs (a million edges): rows come from the DB-API cursor of
     the transaction's own connection, the relations' columns as lists (on SQLite three JSON
     arrays, see :func:`_relation_columns`) and entity ids mapped to vertex indices with ``map``,
-    all in C; the cyclic GC is paused meanwhile, since the millions of short-lived objects would
-    otherwise trigger it over and over for nothing.
+    all in C. Its caller, :func:`recompute`, pauses the cyclic GC: the millions of short-lived
+    objects would otherwise trigger it over and over for nothing.
     """
     raw = conn.connection.driver_connection
     assert raw is not None
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        concepts = raw.execute(_concepts_sql()).fetchall()
-        ids: list[int] = [r[0] for r in concepts]
-        names: list[str] = [r[1] for r in concepts]
-        old: list[int | None] = [r[2] for r in concepts]
-        del concepts
-        index = {eid: i for i, eid in enumerate(ids)}
-        a_col, b_col, w_col = _relation_columns(conn, raw)
-        relations = len(a_col)
-        pairs: list[tuple[int, int]] = []
-        weights: list[float] = []
-        total = 0.0
-        if relations:
-            total = float(sum(w_col))
-            try:
-                pairs = list(
-                    zip(map(index.__getitem__, a_col), map(index.__getitem__, b_col), strict=True)
-                )
-                weights = list(w_col)
-                clean = min(weights) > 0
-            except KeyError:  # an endpoint that is not a concept: take the slow, filtering path
-                clean = False
-            if not clean:
-                pairs, weights = [], []
-                for a, b, w in zip(a_col, b_col, w_col, strict=True):
-                    i, j = index.get(a), index.get(b)
-                    if i is not None and j is not None and i != j and w > 0:
-                        pairs.append((i, j))
-                        weights.append(w)
-    finally:
-        if paused:
-            gc.enable()
+    concepts = raw.execute(_concepts_sql()).fetchall()
+    ids: list[int] = [r[0] for r in concepts]
+    names: list[str] = [r[1] for r in concepts]
+    old: list[int | None] = [r[2] for r in concepts]
+    del concepts
+    index = {eid: i for i, eid in enumerate(ids)}
+    a_col, b_col, w_col = _relation_columns(conn, raw)
+    relations = len(a_col)
+    pairs: list[tuple[int, int]] = []
+    weights: list[float] = []
+    total = 0.0
+    if relations:
+        total = float(sum(w_col))
+        try:
+            pairs = list(
+                zip(map(index.__getitem__, a_col), map(index.__getitem__, b_col), strict=True)
+            )
+            weights = list(w_col)
+            clean = min(weights) > 0
+        except KeyError:  # an endpoint that is not a concept: take the slow, filtering path
+            clean = False
+        if not clean:
+            pairs, weights = [], []
+            for a, b, w in zip(a_col, b_col, w_col, strict=True):
+                i, j = index.get(a), index.get(b)
+                if i is not None and j is not None and i != j and w > 0:
+                    pairs.append((i, j))
+                    weights.append(w)
     stored = meta.next_community_id(conn)
     highest = conn.execute(_HIGHEST_ID).scalar_one()
     next_id = max(1 if stored is None else stored, int(highest) + 1)
