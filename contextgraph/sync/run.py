@@ -44,6 +44,7 @@ from contextgraph.sync.apply import (
     stored_files,
 )
 from contextgraph.sync.scan import SKIPPED_DIRS, ScannedFile, file_kind, scan
+from contextgraph.sync.starting import refuse_while_starting
 
 if TYPE_CHECKING:
     from contextgraph.sync.ingest import Job, Prepared
@@ -145,6 +146,7 @@ def lock_database(engine: Engine, *, wait: bool = True) -> AbstractContextManage
     SQLite: the advisory file lock of :func:`sync_lock`. PostgreSQL: a session-level advisory
     lock on the server (:func:`contextgraph.store.db.sync_lock`), freed when its session ends.
     """
+    refuse_while_starting("sync or write notes")  # never wait for a lock our parent holds
     if is_postgresql(engine):
         return db.sync_lock(engine, wait=wait)
     return sync_lock(db.database_path(engine), wait=wait)
@@ -409,7 +411,6 @@ def _reconcile(
     by_hash: dict[tuple[str, str], list[Existing]] = defaultdict(list)
     for path in sorted(gone):
         by_hash[(gone[path].hash, gone[path].kind)].append(gone[path])
-
     t = time.perf_counter()
     # A load into a store without any file builds some indexes once, not per row (coldload.py).
     cold = bool(jobs) and not existing and _store_is_empty(engine)
@@ -421,7 +422,8 @@ def _reconcile(
         deferred = _write_batch(engine, settings, source, pending, report, cold) or deferred
         pending = []
 
-    for done, prepared in enumerate(_prepare_all(jobs, settings) if jobs else (), start=1):
+    notes: list[str] = []  # about the extraction as a whole (no worker process usable)
+    for done, prepared in enumerate(_prepare_all(jobs, settings, notes) if jobs else (), 1):
         op = _classify(prepared, existing.get(prepared.path), by_hash, gone, source, report)
         if len(prepared.concepts) > settings.max_concepts_per_file:
             report.warnings.append(
@@ -438,6 +440,7 @@ def _reconcile(
             flush()
         if progress is not None:
             progress(done, len(jobs))
+    report.warnings += [Problem(source.name, ".", note) for note in notes]
     for path in sorted(gone):
         pending.append(Delete(path, gone[path]))
         if len(pending) >= settings.batch_files:
@@ -525,18 +528,15 @@ def _classify(
     return Insert(prepared.path, prepared)
 
 
-def _prepare_all(jobs: list[Job], settings: Settings) -> Iterable[Prepared]:
+def _prepare_all(jobs: list[Job], settings: Settings, notes: list[str]) -> Iterable[Prepared]:
     from contextgraph.sync.ingest import prepare  # only when there is something to read
 
     workers = settings.workers or min(4, os.cpu_count() or 1)
-    if workers <= 1 or len(jobs) < POOL_THRESHOLD:
-        for job in jobs:
-            yield prepare(job)
-        return
-    from contextgraph.sync.workers import process_pool  # multiprocessing: only for a large sync
+    if workers > 1 and len(jobs) >= POOL_THRESHOLD:
+        from contextgraph.sync.workers import prepare_in_pool  # multiprocessing: a large sync
 
-    with process_pool(workers) as pool:  # its workers die with this process, however it ends
-        yield from pool.map(prepare, jobs, chunksize=32)
+        return prepare_in_pool(jobs, workers, notes.append)  # notes: why no worker was usable
+    return map(prepare, jobs)
 
 
 def _write_batch(

@@ -6,6 +6,12 @@ multiprocessing resource tracker alive too (it exits when the last process holdi
 does). Each worker therefore asks the kernel to kill it when its parent dies (Linux
 ``prctl(PR_SET_PDEATHSIG)``) and, on every platform, runs a watchdog thread that exits the worker
 once its parent pid changes — the portable way to notice being orphaned.
+
+A worker that dies (a parser crashing on a hostile file, the OOM killer, SIGKILL) breaks the pool;
+:func:`prepare_in_pool` then keeps what finished and extracts the rest in lone worker processes
+that report after every file, so the one file whose extraction killed its process is known,
+reported failed and skipped, and the sync goes on (SPEC §3: bad files never stop a sync). Where
+worker processes cannot start at all, what is left is extracted in this process instead.
 """
 
 from __future__ import annotations
@@ -16,11 +22,23 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from collections.abc import Callable, Generator, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from multiprocessing import get_context
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from contextgraph.sync.ingest import Job, Prepared
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 WATCH_SECONDS = 0.5
+CHUNK = 32  # jobs per task of the pool: fewer, larger messages between the processes
+_STARTED = "started"  # a lone worker's first message: it got past its start-up
 
 
 def _die_with_parent_linux() -> bool:
@@ -63,4 +81,225 @@ def process_pool(max_workers: int) -> ProcessPoolExecutor:
     )
 
 
-__all__ = ["process_pool", "watch_parent"]
+def prepare_in_pool(
+    jobs: Sequence[Job], workers: int, warn: Callable[[str], None]
+) -> Iterator[Prepared]:
+    """``prepare`` each job in worker processes; the results come in job order.
+
+    A file whose extraction kills its worker process is reported ``failed`` and skipped; when
+    worker processes cannot start, ``warn`` gets one line saying why and the rest is extracted
+    in this process.
+    """
+    out = _Ordered(len(jobs))
+    left = yield from _pool_round(jobs, workers, out)
+    if left:
+        yield from _recover(jobs, left, workers, out, warn)
+
+
+def _prepare_chunk(jobs: list[Job]) -> list[Prepared]:
+    from contextgraph.sync import ingest
+
+    return [ingest.prepare(job) for job in jobs]
+
+
+class _Ordered:
+    """Results that may come in any order, handed on in job order."""
+
+    def __init__(self, size: int) -> None:
+        self.results: list[Prepared | None] = [None] * size
+        self.next = 0
+
+    def put(self, index: int, prepared: Prepared) -> None:
+        self.results[index] = prepared
+
+    def ready(self) -> Iterator[Prepared]:
+        results = self.results
+        while self.next < len(results) and (prepared := results[self.next]) is not None:
+            results[self.next] = None  # handed on: its text need not stay in memory
+            self.next += 1
+            yield prepared
+
+
+def _pool_round(
+    jobs: Sequence[Job], workers: int, out: _Ordered
+) -> Generator[Prepared, None, list[int]]:
+    """Extract in a process pool; the indexes of the jobs left unfinished by a broken pool."""
+    starts = range(0, len(jobs), CHUNK)
+    futures: list[Future[list[Prepared]]] = []
+    with process_pool(workers) as pool:  # its workers die with this process, however it ends
+        try:
+            for start in starts:
+                futures.append(pool.submit(_prepare_chunk, list(jobs[start : start + CHUNK])))
+        except (BrokenProcessPool, OSError):
+            pass  # broken (or no process could be started) before all was submitted
+        for k, future in enumerate(futures):  # noqa: B007 (k is used after a break)
+            try:
+                chunk = future.result()
+            except BrokenProcessPool:
+                break
+            yield from chunk
+            out.next += len(chunk)
+        else:
+            if len(futures) == len(starts):
+                return []
+            k = len(futures)
+    left: list[int] = []
+    for start, future in zip(starts[k:], futures[k:], strict=False):
+        error = future.exception()
+        if error is None:
+            for i, prepared in enumerate(future.result(), start=start):
+                out.put(i, prepared)
+        elif isinstance(error, BrokenProcessPool):
+            left.extend(range(start, min(start + CHUNK, len(jobs))))
+        else:
+            raise error  # prepare itself failed: as if it had run in this process
+    for start in starts[len(futures) :]:
+        left.extend(range(start, min(start + CHUNK, len(jobs))))
+    return left
+
+
+@dataclass
+class _Lone:
+    """A worker process of its own for ``todo`` (job indexes); it sends each result at once."""
+
+    process: BaseProcess
+    conn: Connection
+    todo: list[int]
+    started: bool = False
+
+
+def _serve(conn: Connection, jobs: list[Job], parent_pid: int) -> None:
+    """A lone worker's body: ``_STARTED``, then each job's result (or the error it raised)."""
+    watch_parent(parent_pid)
+    from contextgraph.sync import ingest
+
+    conn.send(_STARTED)
+    for job in jobs:
+        try:
+            prepared = ingest.prepare(job)
+        except Exception as exc:  # handed to the parent, which raises it as a pool would
+            conn.send(exc)
+            return
+        conn.send(prepared)
+    conn.close()
+
+
+def _start(jobs: Sequence[Job], todo: list[int]) -> _Lone:
+    ctx = get_context("spawn")
+    reader, writer = ctx.Pipe(duplex=False)
+    process = ctx.Process(
+        target=_serve, args=(writer, [jobs[i] for i in todo], os.getpid()), daemon=True
+    )
+    try:
+        process.start()
+    finally:
+        writer.close()  # the child holds the only other end: its death reads as EOF here
+    return _Lone(process, reader, todo)
+
+
+def _ended(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        return f"signal {-exitcode}"
+    return f"exit code {exitcode}"
+
+
+def _split(left: list[int], parts: int) -> list[list[int]]:
+    size = -(-len(left) // parts)
+    return [left[i : i + size] for i in range(0, len(left), size)]
+
+
+def _take(lone: _Lone, jobs: Sequence[Job], out: _Ordered, queue: deque[list[int]]) -> bool:
+    """Take one message of ``lone``; False once it is gone (with a ``todo`` left only if it
+    died before its start-up).
+
+    A worker that dies after its start-up was killed by the file it was extracting: that file
+    is failed, and the jobs after it go back to ``queue``, first.
+    """
+    from contextgraph.sync.ingest import Prepared
+
+    try:
+        message = lone.conn.recv()
+    except (EOFError, OSError):  # the process is gone: nothing of it is left to read
+        lone.conn.close()
+        lone.process.join()
+        if lone.todo and lone.started:
+            index, *rest = lone.todo
+            job = jobs[index]
+            reason = f"its extraction killed the worker process ({_ended(lone.process.exitcode)})"
+            out.put(index, Prepared(job.path, job.kind, "failed", reason))
+            if rest:
+                queue.appendleft(rest)
+            lone.todo = []
+        return False
+    if isinstance(message, BaseException):
+        raise message  # prepare itself failed: as if it had run in this process
+    if isinstance(message, str):
+        lone.started = True
+    else:
+        out.put(lone.todo.pop(0), message)
+    return True
+
+
+def _recover(
+    jobs: Sequence[Job],
+    left: list[int],
+    workers: int,
+    out: _Ordered,
+    warn: Callable[[str], None],
+) -> Iterator[Prepared]:
+    """Extract ``left`` (what a broken pool did not finish) in lone worker processes.
+
+    Each lone worker reports after every file, so when one dies the file it was extracting is
+    known: that file is reported failed (it killed a process that ran it alone, after a pool
+    that had it broke) and a fresh worker goes on after it. At most ``workers`` run at once,
+    and only one until a first one got past its start-up: a worker that dies before that
+    means none can start, and the rest is extracted in this process.
+    """
+    queue = deque(_split(left, workers))
+    running: dict[Connection, _Lone] = {}
+    started = False  # whether some lone worker got past its start-up
+    failure: str | None = None  # why no worker process can be used
+    try:
+        while failure is None and (queue or running):
+            while queue and len(running) < (workers if started else 1):
+                todo = queue.popleft()
+                try:
+                    lone = _start(jobs, todo)
+                except OSError as exc:
+                    queue.appendleft(todo)
+                    failure = f"a worker process could not be started ({exc})"
+                    break
+                running[lone.conn] = lone
+            for ready in wait(list(running)) if failure is None else ():
+                lone = running[cast(Connection, ready)]
+                if not _take(lone, jobs, out, queue):
+                    del running[lone.conn]
+                    if lone.todo:  # it ended before it sent its first message
+                        queue.appendleft(lone.todo)
+                        ended = _ended(lone.process.exitcode)
+                        failure = f"a worker process ended while starting ({ended})"
+                        break
+                started = started or lone.started
+            yield from out.ready()
+    finally:
+        for lone in running.values():
+            queue.appendleft(lone.todo)
+            lone.process.kill()
+            lone.process.join()
+            lone.conn.close()
+    if failure is None:
+        return
+    rest = sorted(i for todo in queue for i in todo)
+    warn(
+        f"worker processes could not be used: {failure}; the remaining {len(rest)} files were "
+        "extracted in this process (a script whose top level calls contextgraph must guard "
+        'that code with `if __name__ == "__main__":`)'
+    )
+    from contextgraph.sync import ingest
+
+    for i in rest:
+        out.put(i, ingest.prepare(jobs[i]))
+        yield from out.ready()
+
+
+__all__ = ["prepare_in_pool", "process_pool", "watch_parent"]

@@ -1,0 +1,209 @@
+"""A sync's worker processes never hang it and never lose it to one bad file (SPEC §3, §12).
+
+Each test runs the sync in a child process: a ``sitecustomize.py`` put on its ``PYTHONPATH``
+reaches that process tree only (the workers inherit the environment), and there it makes the
+extraction of chosen files kill the worker (SIGKILL), or keeps every worker from starting.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from contextgraph import ContextGraph, Settings
+from tests.helpers import child_env, snapshot
+
+FILES = 450  # over POOL_THRESHOLD: the sync extracts in worker processes
+KILL_ON = ("note-00040.md", "note-00311.md")  # in different chunks of the pool
+
+
+def _vault(root: Path, files: int = FILES) -> Path:
+    root.mkdir()
+    for i in range(files):
+        (root / f"note-{i:05d}.md").write_text(
+            f"# Note {i}\n\n[[Topic {i % 17}]] and [[Topic {(i * 7) % 23}]] [[Only {i}]]\n",
+            encoding="utf-8",
+        )
+    return root
+
+
+def _site(folder: Path, body: str) -> Path:
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(textwrap.dedent(body), encoding="utf-8")
+    return folder
+
+
+def _killing_site(folder: Path, names: tuple[str, ...]) -> Path:
+    """Make ``prepare`` SIGKILL its own (worker) process on the files called ``names``."""
+    return _site(
+        folder,
+        f"""
+        import os, signal
+        import contextgraph.sync.ingest as ingest
+
+        _prepare = ingest.prepare
+
+        def prepare(job):
+            if os.path.basename(job.path) in {names!r}:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return _prepare(job)
+
+        ingest.prepare = prepare
+        """,
+    )
+
+
+def _cli_sync(database: Path, vault: Path, site: Path | None, timeout: float = 300) -> Any:
+    extra = {"CONTEXTGRAPH_WORKERS": "2"}
+    env = child_env(**extra)
+    if site is not None:
+        env["PYTHONPATH"] = f"{site}:{env['PYTHONPATH']}"
+    done = subprocess.run(
+        [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", "--json", str(vault)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def _inline_store(database: Path, vault: Path, name: str = "vault") -> dict[str, object]:
+    with ContextGraph.open(database, settings=Settings(workers=1)) as graph:
+        graph.sync([vault], name=name)
+        return snapshot(graph)
+
+
+def _sync_in_a_child(database: str, vault: str) -> None:
+    with ContextGraph.open(database) as graph:
+        graph.sync([vault])
+
+
+def test_a_file_that_kills_its_worker_is_reported_failed_and_the_sync_goes_on(
+    tmp_path: Path,
+) -> None:
+    vault = _vault(tmp_path / "vault")
+    site = _killing_site(tmp_path / "site", KILL_ON)
+    report = _cli_sync(tmp_path / "g.db", vault, site)
+    reason = f"its extraction killed the worker process (signal {int(signal.SIGKILL)})"
+    assert report["failed"] == [{"source": "vault", "path": p, "reason": reason} for p in KILL_ON]
+    assert report["files"]["added"] == FILES - len(KILL_ON)
+    assert report["warnings"] == []
+    # The store is exactly what a sync without the two files gives.
+    without = tmp_path / "without"
+    without.mkdir()
+    for path in sorted(vault.iterdir()):
+        if path.name not in KILL_ON:
+            (without / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    with ContextGraph.open(tmp_path / "g.db") as graph:
+        assert snapshot(graph) == _inline_store(tmp_path / "expected.db", without)
+    # Once the files no longer kill anything, the next sync takes them: it converges.
+    again = _cli_sync(tmp_path / "g.db", vault, None)
+    assert again["failed"] == []
+    assert again["files"]["added"] == len(KILL_ON)
+    with ContextGraph.open(tmp_path / "g.db") as graph:
+        assert snapshot(graph) == _inline_store(tmp_path / "inline.db", vault)
+
+
+def test_workers_that_cannot_start_leave_the_extraction_to_the_sync_itself(
+    tmp_path: Path,
+) -> None:
+    vault = _vault(tmp_path / "vault")
+    site = _site(
+        tmp_path / "site",
+        """
+        import os, sys
+        if "--multiprocessing-fork" in sys.argv:  # a spawned child: dies before it is of use
+            os._exit(3)
+        """,
+    )
+    report = _cli_sync(tmp_path / "g.db", vault, site)
+    assert report["failed"] == []
+    assert report["files"]["added"] == FILES
+    [warning] = report["warnings"]
+    assert warning["path"] == "."
+    assert warning["reason"].startswith(
+        "worker processes could not be used: a worker process ended while starting (exit code 3)"
+    )
+    with ContextGraph.open(tmp_path / "g.db") as graph:
+        assert snapshot(graph) == _inline_store(tmp_path / "inline.db", vault)
+
+
+UNGUARDED = """\
+import json, sys
+from contextgraph import ContextGraph
+
+report = ContextGraph.open(sys.argv[1]).sync([sys.argv[2]])
+print(json.dumps(report.as_dict()))
+"""
+
+
+def test_an_unguarded_script_that_syncs_does_not_hang(tmp_path: Path) -> None:
+    """Spawned workers re-import the main script: its top-level sync must fail there at once."""
+    vault = _vault(tmp_path / "vault")
+    script = tmp_path / "unguarded.py"
+    script.write_text(UNGUARDED, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "g.db"), str(vault)],
+        env=child_env(CONTEXTGRAPH_WORKERS="2"),
+        capture_output=True,
+        text=True,
+        timeout=240,  # it used to hang for ever: each worker waited for the sync lock
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert 'put that code under `if __name__ == "__main__":`' in done.stderr
+    report = json.loads(done.stdout)
+    assert report["failed"] == []
+    assert report["files"]["added"] == FILES
+    [warning] = report["warnings"]
+    assert warning["reason"].startswith(
+        "worker processes could not be used: a worker process ended while starting (exit code 1)"
+    )
+    assert 'guard that code with `if __name__ == "__main__":`' in warning["reason"]
+    with ContextGraph.open(tmp_path / "g.db") as graph:
+        assert snapshot(graph) == _inline_store(tmp_path / "inline.db", vault)
+
+
+def test_a_guarded_script_still_extracts_in_worker_processes(tmp_path: Path) -> None:
+    vault = _vault(tmp_path / "vault")
+    script = tmp_path / "guarded.py"
+    body = UNGUARDED.split("\n\n", 1)[1]
+    script.write_text(
+        UNGUARDED.split("\n\n", 1)[0]
+        + '\n\nif __name__ == "__main__":\n'
+        + textwrap.indent(body, "    "),
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "g.db"), str(vault)],
+        env=child_env(CONTEXTGRAPH_WORKERS="2"),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr == ""
+    report = json.loads(done.stdout)
+    assert (report["failed"], report["warnings"]) == ([], [])
+    assert report["files"]["added"] == FILES
+
+
+def test_a_worker_process_past_its_start_up_may_sync(tmp_path: Path) -> None:
+    """Only a process still starting is refused: a multiprocessing child's own work may sync."""
+    vault = _vault(tmp_path / "vault", files=3)
+    child = get_context("spawn").Process(
+        target=_sync_in_a_child, args=(str(tmp_path / "g.db"), str(vault))
+    )
+    child.start()
+    child.join(timeout=120)
+    assert child.exitcode == 0
+    with ContextGraph.open(tmp_path / "g.db") as graph:
+        assert snapshot(graph) == _inline_store(tmp_path / "inline.db", vault)
