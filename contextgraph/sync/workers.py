@@ -16,6 +16,7 @@ worker processes cannot start at all, what is left is extracted in this process 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -168,12 +169,14 @@ class _Lone:
     started: bool = False
 
 
-def _serve(conn: Connection, jobs: list[Job], parent_pid: int) -> None:
-    """A lone worker's body: ``_STARTED``, then each job's result (or the error it raised)."""
+def _serve(conn: Connection, parent_pid: int) -> None:
+    """A lone worker's body: ``_STARTED``, then its jobs come, then each one's result (or the
+    error ``prepare`` raised)."""
     watch_parent(parent_pid)
     from contextgraph.sync import ingest
 
     conn.send(_STARTED)
+    jobs: list[Job] = conn.recv()
     for job in jobs:
         try:
             prepared = ingest.prepare(job)
@@ -185,16 +188,23 @@ def _serve(conn: Connection, jobs: list[Job], parent_pid: int) -> None:
 
 
 def _start(jobs: Sequence[Job], todo: list[int]) -> _Lone:
+    """Start a lone worker for ``todo``.
+
+    Its jobs go through the pipe once it runs, not as arguments of the process: those are
+    written to the child while the parent still holds the pipe's other end too, so a child that
+    dies before it read them all (a main script that fails in it) would block that write for
+    ever.
+    """
     ctx = get_context("spawn")
-    reader, writer = ctx.Pipe(duplex=False)
-    process = ctx.Process(
-        target=_serve, args=(writer, [jobs[i] for i in todo], os.getpid()), daemon=True
-    )
+    mine, theirs = ctx.Pipe()
+    process = ctx.Process(target=_serve, args=(theirs, os.getpid()), daemon=True)
     try:
         process.start()
     finally:
-        writer.close()  # the child holds the only other end: its death reads as EOF here
-    return _Lone(process, reader, todo)
+        theirs.close()  # the child holds the only other end: its death reads as EOF here
+    with contextlib.suppress(OSError):  # it is gone already: ``_take`` reads that and why
+        mine.send([jobs[i] for i in todo])
+    return _Lone(process, mine, todo)
 
 
 def _ended(exitcode: int | None) -> str:
