@@ -500,9 +500,9 @@ def _add_pairs(files: IdList, *, dialect: str) -> InsertStatement:
     """Add the pairs of ``files`` to ``concept_relations`` (an upsert).
 
     SQLite applies an upsert row by row, so it takes one row per file and pair and skips the
-    grouping sort (sorting them by key does not pay either: the primary key's pages of a batch
-    are in the cache already); PostgreSQL refuses to update one row twice in a statement, so it
-    groups.
+    grouping sort (sorting them by key did not pay either: a cold load of bench's 13,415 notes
+    spent 1.21 s of CPU on them sorted against 1.14 s unsorted); PostgreSQL refuses to update one
+    row twice in a statement, so it groups.
     """
     statement: InsertStatement = upsert(
         T_CREL,
