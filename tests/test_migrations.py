@@ -10,6 +10,7 @@ from sqlalchemy import text
 from contextgraph import ContextGraph
 from contextgraph.store import db
 from contextgraph.store.models import metadata
+from contextgraph.sync.apply import _stored_files_sql, stored_files
 
 EXPECTED_TABLES = {
     "alembic_version",
@@ -168,4 +169,34 @@ def test_relations_by_the_larger_end_are_read_from_the_index_alone(
         )
     assert "ix_concept_relations_b_id_a_id" in names
     assert "ix_concept_relations_b_id_a_id_count" not in names
+    graph.close()
+
+
+def test_a_sources_stored_state_is_read_from_its_own_index(db_path: Path, vault: Path) -> None:
+    """0007 indexes what change detection compares, over existing rows, and drops it on a
+    downgrade; the read of a source's files then never touches their rows."""
+    (vault / "a.md").write_text("[[Alpha]] [[Beta]]", encoding="utf-8")
+    (vault / "b.md").write_text("[[Beta]]", encoding="utf-8")
+    graph = ContextGraph.open(db_path)
+    graph.sync([vault])
+    db.downgrade(graph.engine, "0006_relation_count_index")
+    db.upgrade(graph.engine)
+    with db.read(graph.engine) as conn:
+        source_id = conn.execute(text("SELECT id FROM sources")).scalar_one()
+        detail = " ".join(
+            str(row[-1])
+            for row in conn.execute(
+                text(f"EXPLAIN QUERY PLAN {_stored_files_sql()}"), {"source": source_id}
+            )
+        )
+        assert "COVERING INDEX ix_files_source_id_state" in detail
+        assert sorted(stored_files(conn, source_id)) == ["a.md", "b.md"]
+    again = graph.sync()
+    assert (again.added, again.updated, again.unchanged) == (0, 0, 2)
+    db.downgrade(graph.engine, "0006_relation_count_index")
+    with db.read(graph.engine) as conn:
+        names = set(
+            conn.execute(text("SELECT name FROM sqlite_master WHERE tbl_name = 'files'")).scalars()
+        )
+    assert "ix_files_source_id_state" not in names
     graph.close()

@@ -7,6 +7,7 @@ never loads sync (scan, extraction, the process pool), and ``--help`` not even S
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -257,3 +258,70 @@ def test_stats_expand_retrieve_and_search_compile_their_statements_once_per_proc
     """Their statements are compiled once per process (ForIds, compiled_tuples), not once per
     engine: a second database opened in the same process compiles none of them again."""
     assert _compiled_by(_SECOND_ENGINE_PROBE, str(synced)) == []
+
+
+_GC_PROBE = """
+import gc, json, sys
+from contextgraph.cli import base
+
+seen = {"before": gc.isenabled()}
+load = base._library_loaded
+
+
+def watched():  # the first call is the one that counts
+    seen.setdefault("importing", gc.isenabled())
+    load()
+    seen.setdefault("loaded", gc.isenabled())
+    seen.setdefault("frozen", gc.get_freeze_count())
+
+
+base._library_loaded = watched
+sys.argv = ["contextgraph", *sys.argv[1:]]
+try:
+    base.main()
+except SystemExit as exc:
+    seen["code"] = exc.code
+seen["end_enabled"] = gc.isenabled()
+print(json.dumps(seen), file=sys.stderr)
+"""
+
+
+def _collector_during(db: Path, *args: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", _GC_PROBE, "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return dict(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def test_the_entry_point_pauses_the_collector_only_while_the_library_loads(synced: Path) -> None:
+    seen = _collector_during(synced, "context", "Alpha", "--json")
+    assert seen["before"] is True
+    assert seen["importing"] is False  # paused from main() until the library is in
+    assert seen["loaded"] is True  # a long-running command (mcp, watch) collects as usual
+    assert isinstance(seen["frozen"], int) and seen["frozen"] > 10_000  # the imports, set aside
+    assert seen["code"] == 0
+    assert seen["end_enabled"] is True
+
+
+def test_a_command_that_loads_no_library_gets_the_collector_back_at_its_end(
+    db_path: Path,
+) -> None:
+    seen = _collector_during(db_path, "--version")
+    assert seen["importing"] is False  # reached only as the command ends: --version opens nothing
+    assert seen["code"] == 0
+    assert seen["end_enabled"] is True
+
+
+def test_cli_invoked_by_other_code_keeps_the_collector_as_it_was(synced: Path) -> None:
+    from click.testing import CliRunner
+
+    from contextgraph.cli import cli
+
+    frozen = gc.get_freeze_count()
+    result = CliRunner().invoke(cli, ["--db", str(synced), "stats"])
+    assert result.exit_code == 0, result.output
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen

@@ -50,7 +50,7 @@ from contextgraph.store.backoff import with_backoff
 log = logging.getLogger(__name__)
 
 # The newest Alembic revision; tests/test_migrations.py checks it matches migrations/versions.
-SCHEMA_HEAD = "0006_relation_count_index"
+SCHEMA_HEAD = "0007_files_state_index"
 
 _engines: weakref.WeakSet[Engine] = weakref.WeakSet()
 

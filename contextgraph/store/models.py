@@ -77,6 +77,8 @@ T_FILES = Table(
     Column("warning", Str),
     UniqueConstraint("source_id", "path"),
     Index("ix_files_hash", "hash"),
+    # What a sync compares with its scan, readable without the rows' texts (0007).
+    Index("ix_files_source_id_state", "source_id", "path", "kind", "size", "mtime_ns", "hash"),
 )
 
 # Each file's source and decay reference time (graph.decay.reference_sql), what search tests

@@ -26,12 +26,14 @@ from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, CompoundSelect, Connection, Select, bindparam, func, select
 from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.dml import UpdateBase
 from sqlalchemy.sql.elements import BindParameter
 
 from contextgraph.store.dialect import SQLITE, compile_for, is_postgresql, named_dialect, remember
 
 T = TypeVar("T")
 Query = Select[*tuple[Any, ...]] | CompoundSelect[*tuple[Any, ...]]  # a statement that returns rows
+Statement = Query | UpdateBase  # a query, or a write (ForIds.execute)
 
 CHUNK = 500  # ids per IN (...) list; far below SQLite's bound-parameter limit
 ID_LIST = "id_list"  # the bound parameter of :class:`ForIds`' JSON array on SQLite
@@ -51,7 +53,7 @@ class _Compiled:
 
     __slots__ = ("constants", "sql")
 
-    def __init__(self, statement: Query) -> None:
+    def __init__(self, statement: Statement) -> None:
         compiled = statement.compile(dialect=named_dialect(SQLITE))
         self.sql, self.constants = str(compiled), dict(compiled.params)
 
@@ -61,13 +63,18 @@ class _Compiled:
     def tuples(self, conn: Connection, values: dict[str, Any]) -> list[tuple[Any, ...]]:
         return _sqlite_cursor(conn).execute(self.sql, {**self.constants, **values}).fetchall()
 
+    def run(self, conn: Connection, values: dict[str, Any]) -> None:
+        _sqlite_cursor(conn).execute(self.sql, {**self.constants, **values})
+
 
 class ForIds:
     """A statement over one list of ids, run in chunks of at most :data:`CHUNK` ids.
 
     ``build(ids)`` makes the statement from ``ids``, which stands for the id list in an ``IN``
     (``column.in_(ids)``, possibly inside a subquery); other bound parameters come with each
-    call. Rows are plain tuples.
+    call. A query's rows (:meth:`rows`) are plain tuples; a write (``INSERT … SELECT``: a
+    sync's batch) runs with :meth:`execute`. The "ids" may be any scalars a JSON array holds
+    (names and paths too).
     - On SQLite ``ids`` is ``SELECT value FROM json_each(:id_list)`` and a chunk arrives as one
       JSON array: the statement is built and compiled once for every list size, and binding one
       text costs less than binding hundreds of values (a 200-id name lookup: 530 → 270 µs).
@@ -80,32 +87,60 @@ class ForIds:
     times what SQLite spends on such a lookup (5,000 names: 22 against 9 ms).
     """
 
-    def __init__(self, build: Callable[[IdList], Query]) -> None:
+    def __init__(self, build: Callable[[IdList], Statement]) -> None:
         self.build = build
-        self._statements: dict[int, Query] = {}
+        self._statements: dict[int, Statement] = {}
         self._sqlite: _Compiled | None = None
 
     def rows(
-        self, conn: Connection, ids: Sequence[int], params: dict[str, Any] | None = None
+        self, conn: Connection, ids: Sequence[Any], params: dict[str, Any] | None = None
     ) -> Iterator[tuple[Any, ...]]:
         """The rows for each chunk of ``ids``, chunk after chunk."""
         if is_postgresql(conn):
-            for chunk in chunked(ids):
-                size = 1 << (len(chunk) - 1).bit_length()
-                values = {f"id{i}": chunk[min(i, len(chunk) - 1)] for i in range(size)}
-                values.update(params or {})
+            for size, values in self._padded(ids, params):
                 yield from (tuple(row) for row in conn.execute(self._statement(size), values))
             return
+        compiled = self._compiled()
+        for values in self._listed(ids, params):
+            yield from compiled.tuples(conn, values)
+
+    def execute(
+        self, conn: Connection, ids: Sequence[Any], params: dict[str, Any] | None = None
+    ) -> None:
+        """Run the statement, a write that returns no rows, for each chunk of ``ids``."""
+        if is_postgresql(conn):
+            for size, values in self._padded(ids, params):
+                conn.execute(self._statement(size), values)
+            return
+        compiled = self._compiled()
+        for values in self._listed(ids, params):
+            compiled.run(conn, values)
+
+    def _compiled(self) -> _Compiled:
         compiled = self._sqlite
         if compiled is None:
             listed = func.json_each(bindparam(ID_LIST)).table_valued("value")
             compiled = self._sqlite = _Compiled(self.build(select(listed.c.value)))
-        for chunk in chunked(ids):
-            listed_values: dict[str, Any] = {ID_LIST: json.dumps(list(chunk))}
-            listed_values.update(params or {})
-            yield from compiled.tuples(conn, listed_values)
+        return compiled
 
-    def _statement(self, size: int) -> Query:
+    @staticmethod
+    def _listed(ids: Sequence[Any], params: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
+        for chunk in chunked(ids):
+            values: dict[str, Any] = {ID_LIST: json.dumps(list(chunk))}
+            values.update(params or {})
+            yield values
+
+    @staticmethod
+    def _padded(
+        ids: Sequence[Any], params: dict[str, Any] | None
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        for chunk in chunked(ids):
+            size = 1 << (len(chunk) - 1).bit_length()
+            values = {f"id{i}": chunk[min(i, len(chunk) - 1)] for i in range(size)}
+            values.update(params or {})
+            yield size, values
+
+    def _statement(self, size: int) -> Statement:
         statement = self._statements.get(size)
         if statement is None:
             ids: list[BindParameter[Any]] = [bindparam(f"id{i}") for i in range(size)]

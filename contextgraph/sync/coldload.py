@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from sqlalchemy import DDL, Connection, Index, column, insert, select
+from sqlalchemy import DDL, Connection, Index, Insert, column, insert, select
 from sqlalchemy import table as table_clause
 
 from contextgraph.errors import CorruptDatabase
@@ -33,7 +33,7 @@ from contextgraph.graph.decay import reference_sql
 from contextgraph.store import meta
 from contextgraph.store.dialect import is_postgresql
 from contextgraph.store.models import T_CREL, T_FILES, T_MENTIONS, T_SEARCH_DATES, T_SOURCES
-from contextgraph.store.sqlcore import chunked
+from contextgraph.store.sqlcore import ForIds, IdList
 
 COLD_LOAD = "cold-load"  # the stale mark; its value: {name: SQL} of the objects dropped
 _TRIGGER = "files_fts_insert"  # the full-text insert trigger (migration 0003)
@@ -96,17 +96,23 @@ def fill_search_dates(conn: Connection, file_ids: Sequence[int]) -> None:
     """Copy the given files' source and reference time into ``search_dates``, as the deferred
     insert trigger would have (the same expression: :func:`contextgraph.graph.decay.reference_sql`;
     only files whose source exists get a row)."""
+    _FILL_SEARCH_DATES.execute(conn, file_ids)
+
+
+def _fill_search_dates(ids: IdList) -> Insert:
     files = T_FILES
     source_exists = select(T_SOURCES.c.id).where(T_SOURCES.c.id == files.c.source_id).exists()
-    for chunk in chunked(file_ids):
-        rows = select(files.c.id, files.c.source_id, reference_sql(files)).where(
-            files.c.id.in_(chunk), source_exists
-        )
-        conn.execute(
-            insert(T_SEARCH_DATES)
-            .prefix_with("OR REPLACE", dialect="sqlite")
-            .from_select(["id", "source_id", "reference"], rows)
-        )
+    rows = select(files.c.id, files.c.source_id, reference_sql(files)).where(
+        files.c.id.in_(ids), source_exists
+    )
+    return (
+        insert(T_SEARCH_DATES)
+        .prefix_with("OR REPLACE", dialect="sqlite")
+        .from_select(["id", "source_id", "reference"], rows)
+    )
+
+
+_FILL_SEARCH_DATES = ForIds(_fill_search_dates)
 
 
 def _model_indexes() -> list[Index]:
