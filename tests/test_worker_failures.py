@@ -60,8 +60,7 @@ def _killing_site(folder: Path, names: tuple[str, ...]) -> Path:
 
 
 def _cli_sync(database: Path, vault: Path, site: Path | None, timeout: float = 300) -> Any:
-    extra = {"CONTEXTGRAPH_WORKERS": "2"}
-    env = child_env(**extra)
+    env = child_env(CONTEXTGRAPH_WORKERS="2")
     if site is not None:
         env["PYTHONPATH"] = f"{site}:{env['PYTHONPATH']}"
     done = subprocess.run(
@@ -207,3 +206,44 @@ def test_a_worker_process_past_its_start_up_may_sync(tmp_path: Path) -> None:
     assert child.exitcode == 0
     with ContextGraph.open(tmp_path / "g.db") as graph:
         assert snapshot(graph) == _inline_store(tmp_path / "inline.db", vault)
+
+
+ORDER = """\
+import json, os, sys
+from contextgraph.sync.ingest import Job, prepare
+from contextgraph.sync.workers import prepare_in_pool
+
+if __name__ == "__main__":
+    root = sys.argv[1]
+    jobs = [Job(n, os.path.join(root, n), "note", None, 10**6) for n in sorted(os.listdir(root))]
+    notes = []
+    got = [tuple(p) for p in prepare_in_pool(jobs, 2, notes.append)]
+    killed = set(sys.argv[2:])
+    want = [tuple(prepare(j)) for j in jobs if j.path not in killed]
+    print(json.dumps({"paths": [p[0] for p in got], "notes": notes,
+                      "same": [p for p in got if p[0] not in killed] == want,
+                      "failed": [(p[0], p[3]) for p in got if p[2] == "failed"]}))
+"""
+
+
+def test_results_reach_the_writer_in_job_order_when_the_pool_broke(tmp_path: Path) -> None:
+    vault = _vault(tmp_path / "vault")
+    site = _killing_site(tmp_path / "site", KILL_ON)
+    script = tmp_path / "order.py"
+    script.write_text(ORDER, encoding="utf-8")
+    env = child_env()
+    env["PYTHONPATH"] = f"{site}:{env['PYTHONPATH']}"
+    done = subprocess.run(
+        [sys.executable, str(script), str(vault), *KILL_ON],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["paths"] == sorted(p.name for p in vault.iterdir())
+    assert result["same"] is True  # every other file's result is what prepare gives in-process
+    reason = f"its extraction killed the worker process (signal {int(signal.SIGKILL)})"
+    assert result["failed"] == [[p, reason] for p in KILL_ON]
+    assert result["notes"] == []

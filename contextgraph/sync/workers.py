@@ -132,18 +132,23 @@ def _pool_round(
             for start in starts:
                 futures.append(pool.submit(_prepare_chunk, list(jobs[start : start + CHUNK])))
         except (BrokenProcessPool, OSError):
-            pass  # broken (or no process could be started) before all was submitted
-        for k, future in enumerate(futures):  # noqa: B007 (k is used after a break)
-            try:
-                chunk = future.result()
-            except BrokenProcessPool:
-                break
-            yield from chunk
-            out.next += len(chunk)
-        else:
-            if len(futures) == len(starts):
-                return []
-            k = len(futures)
+            pass  # broken, or no process could start: the jobs not submitted are left below
+        try:
+            for k, future in enumerate(futures):  # noqa: B007 (k is used after a break)
+                try:
+                    chunk = future.result()
+                except BrokenProcessPool:
+                    break
+                yield from chunk
+                out.next += len(chunk)
+            else:
+                if len(futures) == len(starts):
+                    return []
+                k = len(futures)
+        except BaseException:  # the sync stops (its writer failed): extract no more
+            for future in futures:
+                future.cancel()
+            raise
     left: list[int] = []
     for start, future in zip(starts[k:], futures[k:], strict=False):
         error = future.exception()
