@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from contextgraph import ContextGraph
+from contextgraph.notes.wikilinks import extract_note
 from contextgraph.store.identity import content_hash
 from contextgraph.sync.ingest import Job, prepare
 
@@ -115,3 +117,41 @@ def test_a_file_that_grew_after_fstat_is_read_to_its_end_or_refused(
         )
         exact = prepare(_job(note, "note", limit=len(body)))
         assert exact.status == "new" and exact.text == body
+
+
+def _fails_on_poison(text: str) -> object:
+    if "POISON" in text:
+        raise IndexError("list index out of range")
+    return extract_note(text)  # the real one: the module's name is what the tests replace
+
+
+def test_an_unexpected_error_in_extraction_fails_that_file_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("contextgraph.notes.wikilinks.extract_note", _fails_on_poison)
+    bad, good = tmp_path / "bad.md", tmp_path / "good.md"
+    bad.write_text("[[A]] POISON", encoding="utf-8")
+    good.write_text("[[A]] [[B]]", encoding="utf-8")
+    failed = prepare(_job(bad, "note"))
+    assert failed.status == "failed"
+    assert failed.reason == "extraction failed (IndexError: list index out of range)"
+    assert failed.text is None and failed.concepts == ()
+    assert prepare(_job(good, "note")).status == "new"
+
+
+def test_a_sync_reports_a_file_whose_extraction_raised_and_takes_it_once_it_extracts(
+    store: ContextGraph, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (vault / "bad.md").write_text("[[Alpha]] [[Beta]] POISON", encoding="utf-8")
+    (vault / "good.md").write_text("[[Alpha]] [[Gamma]]", encoding="utf-8")
+    with monkeypatch.context() as patch:
+        patch.setattr("contextgraph.notes.wikilinks.extract_note", _fails_on_poison)
+        report = store.sync([vault])
+    assert report.added == 1
+    assert {p.path: p.reason for p in report.failed} == {
+        "bad.md": "extraction failed (IndexError: list index out of range)"
+    }
+    assert [r.name for r in store.build_context("Alpha").direct_relations] == ["gamma"]
+    again = store.sync()
+    assert (again.added, again.failed) == (1, [])
+    assert {r.name for r in store.build_context("Alpha").direct_relations} == {"beta", "gamma"}

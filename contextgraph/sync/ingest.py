@@ -80,6 +80,17 @@ def prepare(job: Job) -> Prepared:
         return Prepared(job.path, job.kind, "same", size=size, mtime_ns=mtime_ns, hash=digest)
     if b"\x00" in data:
         return Prepared(job.path, job.kind, "failed", "binary file (contains NUL bytes)")
+    try:
+        return _extract(job, data, size, mtime_ns, digest)
+    except Exception as exc:  # a bug met on hostile content: the file fails, the sync goes on
+        reason = f"extraction failed ({type(exc).__name__}: {str(exc)[:200]})"
+        return Prepared(job.path, job.kind, "failed", reason)
+
+
+def _extract(job: Job, data: bytes, size: int, mtime_ns: int, digest: str) -> Prepared:
+    """What a changed file holds. The parsers guard against what they know bad input raises
+    (markdown-it's, YAML's and the code parsers' errors, too deep nesting); :func:`prepare`
+    turns anything else into a failed file (SPEC §3: bad files never stop a sync)."""
     warnings: list[str] = []
     try:
         text = data.decode("utf-8")
