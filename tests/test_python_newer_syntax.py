@@ -116,6 +116,31 @@ def test_genuinely_broken_python_still_reports_the_running_pythons_error() -> No
         _facts('print "python 2"\n')
 
 
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("[" * 100_000, "line 1: too many nested parentheses"),
+        ("x = " + 'f"{' * 5_000 + "0" + '}"' * 5_000 + "\n", "line 1: too many nested parentheses"),
+        (
+            "".join(" " * i + "if x:\n" for i in range(200)),
+            "line 101: too many levels of indentation",
+        ),
+    ],
+)
+def test_a_limit_no_python_lifts_is_reported_without_the_rewrite(
+    text: str, error: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deeper nesting than any CPython takes is refused at once: the tree-sitter rewrite of such
+    a file cannot help, and its query over the deep error tree took 12 s for 100,000 brackets."""
+
+    def never(_text: str) -> str:
+        raise AssertionError("the rewrite ran")
+
+    monkeypatch.setattr("contextgraph.code.python_compat.downlevel", never)
+    with pytest.raises(CodeParseError, match=f"Python syntax error at {error}"):
+        _facts(text)
+
+
 def _native_facts(python: str, text: str) -> dict[str, object]:
     """Facts of ``text`` from the same extractor run by another interpreter's own ``ast``."""
     code = textwrap.dedent(

@@ -113,15 +113,24 @@ def _parse(path: str, text: str) -> ast.Module:
         raise CodeParseError(f"Python source rejected: {e}") from None
 
 
+# Limits of CPython's tokenizer that no newer Python lifts: rewriting newer syntax cannot make such
+# a file parse, and tree-sitter's query over its deep error tree takes time quadratic in the
+# depth (100,000 unclosed brackets, a 100 KB file: 12 s).
+_LIMITS_OF_EVERY_PYTHON = ("too many nested parentheses", "too many levels of indentation")
+
+
 def _parse_newer(path: str, text: str, error: SyntaxError) -> ast.Module:
     """Parse a file the running ``ast`` refused, if it is newer Python (3.12+) syntax."""
     from contextgraph.code.python_compat import downlevel
 
+    msg = error.msg or "invalid syntax"
+    refused = CodeParseError(f"Python syntax error at line {error.lineno}: {msg}")
+    if msg in _LIMITS_OF_EVERY_PYTHON:
+        raise refused
     try:
         return _parse(path, downlevel(text))
     except (SyntaxError, RecursionError, CodeParseError):
-        msg = error.msg or "invalid syntax"
-        raise CodeParseError(f"Python syntax error at line {error.lineno}: {msg}") from None
+        raise refused from None
 
 
 class _Scope:
