@@ -48,6 +48,7 @@ from contextgraph.store.models import (
     T_STRENGTHS,
     T_WINDOWS,
 )
+from contextgraph.store.sqlcore import ByIds
 
 STATE_KEY = "relation_weights"
 REFRESHED_KEY = "relation_weights_at"  # epoch seconds of the instant the lists were computed for
@@ -221,15 +222,13 @@ def _fill_strengths(conn: Connection) -> None:
 def strengths(conn: Connection, ids: list[int]) -> dict[int, int]:
     """Precomputed weighted degrees (a concept without relations has none: 0)."""
     out = dict.fromkeys(ids, 0)
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        rows = conn.execute(
-            select(T_STRENGTHS.c.concept_id, T_STRENGTHS.c.strength).where(
-                T_STRENGTHS.c.concept_id.in_(chunk)
-            )
-        )
-        out.update((int(c), int(w)) for c, w in rows)
+    out.update((int(c), int(w)) for c, w in _STORED_STRENGTHS.rows(conn, ids))
     return out
+
+
+_STORED_STRENGTHS = ByIds(
+    select(T_STRENGTHS.c.concept_id, T_STRENGTHS.c.strength), T_STRENGTHS.c.concept_id
+)
 
 
 def load(
