@@ -112,11 +112,11 @@ def stored_files(
     A whole source (every sync, a no-change one too) is read at the driver level: Core's result
     rows cost about twice the query itself for 13,000 files.
     """
+    rows: Sequence[Any]
     if paths is None:
         rows = conn.exec_driver_sql(_stored_files_sql(), {"source": source_id}).all()
     else:
-        query = _stored_files_query().where(T_FILES.c.source_id == source_id)
-        rows = [r for c in chunked(paths) for r in conn.execute(query.where(T_FILES.c.path.in_(c)))]
+        rows = list(_STORED_FILES_AT.rows(conn, paths, {"source": source_id}))
     new = tuple.__new__  # an Existing without NamedTuple's Python-level __new__ (half the cost)
     return {
         path: new(Existing, (fid, kind, size, mtime_ns, digest))
@@ -135,9 +135,16 @@ def _stored_files_query() -> Select[tuple[int, str, str, int, int, str]]:
     )
 
 
+def _source_files_query() -> Select[tuple[int, str, str, int, int, str]]:
+    return _stored_files_query().where(T_FILES.c.source_id == bindparam("source"))
+
+
 @cache
 def _stored_files_sql() -> str:
-    return driver_sql(_stored_files_query().where(T_FILES.c.source_id == bindparam("source")))
+    return driver_sql(_source_files_query())
+
+
+_STORED_FILES_AT = ByIds(_source_files_query(), T_FILES.c.path)  # of some paths of :source
 
 
 # --- statements -------------------------------------------------------------------------------
