@@ -100,6 +100,25 @@ def test_equal_scores_rank_by_reach_then_specificity_not_name(store: ContextGrap
     assert [r.entity for r in result.results] == ["Zzz", "Bbb", "Aaa"]
 
 
+def test_specificity_decides_a_tie_cut_by_the_room_counting_distinct_neighbours(
+    store: ContextGraph,
+) -> None:
+    build(
+        store,
+        [
+            ("Seed", "Aaa", 1.0),  # Aaa: four neighbours
+            *[("Aaa", f"Noise{i}", 1.0) for i in range(3)],
+            ("Seed", "Bbb", 1.0),  # Bbb: two
+            ("Bbb", "Other", 1.0),
+            ("Seed", "Ccc", 1.0),  # Ccc: two relations, both with Seed: one neighbour
+            ("Ccc", "Seed", 1.0),
+        ],
+    )
+    # All three tie on score and reach; only two fit, the most specific first.
+    assert names(store, ["Seed"], max_depth=1, max_nodes=2) == [("Ccc", 1), ("Bbb", 1)]
+    assert names(store, ["Seed"], max_depth=1, max_nodes=1) == [("Ccc", 1)]
+
+
 @pytest.mark.parametrize("reverse_ids", [False, True])
 def test_between_equal_edges_the_via_is_the_smaller_name_whatever_the_row_order(
     store: ContextGraph, reverse_ids: bool

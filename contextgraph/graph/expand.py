@@ -19,10 +19,11 @@ filter applies to the entities expansion reaches, not to the seeds the caller na
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, literal, or_, select, union_all
+from sqlalchemy import Connection, and_, bindparam, func, literal, or_, select, union_all
 from sqlalchemy.sql.elements import BindParameter
 
 from contextgraph.errors import InvalidArgument
@@ -193,12 +194,41 @@ def _layer_rows(
     return list(_LAYERS[direction].rows(conn, ids, {"min_weight": min_weight}))
 
 
+def _degree_statement(ids: IdList) -> Any:
+    """(entity, distinct traversable neighbours both ways) of the entities ``ids`` with any."""
+    layer = _layer_statement(ids, "both").subquery("layer")
+    entity, neighbour = list(layer.c)[:2]
+    return select(entity, func.count(neighbour.distinct())).group_by(entity)
+
+
 def _degrees(conn: Connection, ids: list[int], min_weight: float) -> dict[int, int]:
-    """Distinct traversable neighbours of each entity, both ways (how generic it is)."""
-    out: dict[int, set[int]] = {}
-    for a, b, *_ in _layer_rows(conn, ids, min_weight, "both"):
-        out.setdefault(int(a), set()).add(int(b))
-    return {n: len(v) for n, v in out.items()}
+    """Distinct traversable neighbours of each entity, both ways (how generic it is), counted
+    in SQL: a layer's candidates around a hub have tens of thousands of relations between them,
+    and only their counts are wanted."""
+    rows = _DEGREES.rows(conn, ids, {"min_weight": min_weight})
+    return {int(entity): int(degree) for entity, degree in rows}
+
+
+def _rank_head(reached: dict[int, set[int]]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """A candidate's rank before specificity and name: score, count, a relation before a mere
+    ``defines``, reached from more of the frontier (each the higher first)."""
+    return lambda t: (-t[0], -t[1], -t[2], -len(reached[t[4]]))
+
+
+def _tied_in_room(ranked: list[Any], head: Any, room: int) -> list[int]:
+    """The entities of every run of equal ``head`` keys that starts within the first ``room``
+    places of ``ranked`` (sorted by ``head``) and holds more than one: the only ones whose order
+    a further key can change among the places kept."""
+    tied: list[int] = []
+    start = 0
+    while start < min(room, len(ranked)):
+        key, end = head(ranked[start]), start + 1
+        while end < len(ranked) and head(ranked[end]) == key:
+            end += 1
+        if end - start > 1:
+            tied.extend(t[4] for t in ranked[start:end])
+        start = end
+    return tied
 
 
 def expand(
@@ -256,23 +286,21 @@ def expand(
             if current is None or _better(candidate, current, names):
                 best[dst] = candidate
         _load_names(conn, [n for n in best if n not in names], names)
-        degree = _degrees(conn, list(best), settings.expand_min_weight) if best else {}
-        ranked = sorted(
-            (
-                (weight * 0.5**depth, count, related, names[n][0], n, src, rtype)
-                for n, (weight, count, related, src, rtype) in best.items()
-                if passes_quality(names[n][0], settings)
-            ),
-            key=lambda t: (
-                -t[0],
-                -t[1],
-                -t[2],
-                -len(reached[t[4]]),
-                degree.get(t[4], 0),
-                t[3],
-            ),
-        )
+        ranked = [
+            (weight * 0.5**depth, count, related, names[n][0], n, src, rtype)
+            for n, (weight, count, related, src, rtype) in best.items()
+            if passes_quality(names[n][0], settings)
+        ]
         room = max_nodes - len(results)
+
+        head = _rank_head(reached)
+        # Then the more specific (fewer neighbours), then the name. The neighbour counts are
+        # read only for the ties they can break within the room; both sorts are stable, so the
+        # places kept are those of one sort by the whole key.
+        ranked.sort(key=head)
+        tied = _tied_in_room(ranked, head, room)
+        degree = _degrees(conn, tied, settings.expand_min_weight) if tied else {}
+        ranked.sort(key=lambda t: (*head(t), degree.get(t[4], 0), t[3]))
         frontier = []
         for score, _count, _related, name, n, src, rtype in ranked[:room]:
             _, kind, path = names[n]
@@ -335,6 +363,7 @@ _LAYERS = {
     direction: ForIds(functools.partial(_layer_statement, direction=direction))
     for direction in EXPAND_DIRECTIONS
 }
+_DEGREES = ForIds(_degree_statement)
 
 
 __all__ = ["STOPWORDS", "ExpandResult", "Expansion", "expand", "passes_quality"]
