@@ -74,3 +74,76 @@ def test_the_first_ranks_of_a_long_list_name_few_neighbours(
         assert scored.at(0) is not None
         named = set(nb.state.names) & set(scored.edges)
         assert 0 < len(named) < len(scored.edges) / 2
+
+
+@pytest.fixture
+def tied_hub(store: ContextGraph, vault: Path, write: Writer) -> ContextGraph:
+    """``hub`` with 40 neighbours in long runs of ties, synced in batches of ten names in
+    reverse order: inside a tie the rows come by id, the names the other way round."""
+    for batch in reversed(range(4)):
+        for i in range(batch * 10, batch * 10 + 10):
+            for copy in range(1 + i % 2):  # two runs: one note each, or two
+                write(f"t{i:02d}-{copy}.md", f"[[hub]] [[c{i:02d}]]", created=OLD)
+        store.sync([vault])
+    return store
+
+
+@pytest.mark.parametrize("fixture", ["hub", "tied_hub"])
+def test_a_list_kept_as_a_prefix_ranks_as_the_whole_list(
+    store: ContextGraph,  # named here for the engines the module runs on; the fixture fills it
+    fixture: str,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A list longer than PREFIX_ROWS is fetched as a prefix and read whole only once a reader
+    goes past it (a rank, or a tie running on past it); a later read transaction goes past the
+    prefix it finds cached, and then the cache holds the whole list. Every prefix length is
+    tried, so some end inside a tie whose names do not follow its ids."""
+    from contextgraph.graph import neighbourhood
+
+    hub: ContextGraph = request.getfixturevalue(fixture)
+    now = hub.settings.current_time().timestamp()
+    monkeypatch.setattr(Neighbourhoods, "_states", {})
+    with db.read(hub.engine) as conn:
+        hid = conn.execute(text("SELECT id FROM entities WHERE key = 'hub'")).scalar_one()
+        whole = Neighbourhoods(hub.engine, conn, hub.settings, now).ranked(hid)
+        assert whole.complete
+        expected = [whole.at(k) for k in range(len(whole.edges))]
+    monkeypatch.setattr(neighbourhood, "FIRST_RANKS", 1)  # rank one stretch at a time
+    for prefix_rows in range(1, len(expected) - 1):
+        monkeypatch.setattr(neighbourhood, "PREFIX_ROWS", prefix_rows)
+        monkeypatch.setattr(Neighbourhoods, "_states", {})
+        with db.read(hub.engine) as conn:
+            scored = Neighbourhoods(hub.engine, conn, hub.settings, now).ranked(hid)
+            assert not scored.complete
+            assert len(scored.edges) == prefix_rows + 1
+        with db.read(hub.engine) as conn:
+            scored = Neighbourhoods(hub.engine, conn, hub.settings, now).ranked(hid)
+            assert not scored.complete, "the cached prefix"
+            for k in range(len(expected)):
+                assert scored.at(k) == expected[k], f"{prefix_rows} rows fetched first"
+            assert scored.at(len(expected)) is None
+            assert scored.complete
+            assert scored.ranked == expected
+        with db.read(hub.engine) as conn:
+            assert Neighbourhoods(hub.engine, conn, hub.settings, now).ranked(hid).complete
+
+
+@pytest.mark.parametrize("prefix_rows", [1, 7])
+def test_build_context_is_the_same_over_prefixes(
+    hub: ContextGraph, monkeypatch: pytest.MonkeyPatch, prefix_rows: int
+) -> None:
+    from contextgraph.graph import neighbourhood
+
+    def answers() -> list[dict[str, object]]:
+        out = []
+        for concept in ("hub", "n000", "n061", "n119"):
+            for depth, size in ((1, 20), (2, 5), (3, 100)):
+                monkeypatch.setattr(Neighbourhoods, "_states", {})
+                out.append(hub.build_context(concept, depth=depth, max_entities=size).as_dict())
+            out.append(hub.build_context(concept, depth=3, max_entities=100).as_dict())  # warm
+        return out
+
+    expected = answers()
+    monkeypatch.setattr(neighbourhood, "PREFIX_ROWS", prefix_rows)
+    assert answers() == expected

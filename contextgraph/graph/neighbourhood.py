@@ -14,28 +14,21 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from operator import itemgetter
 from typing import Any, ClassVar, Literal
 
 from sqlalchemy import (
     Connection,
     Engine,
-    Float,
     FromClause,
     Join,
-    Select,
     and_,
-    bindparam,
-    case,
-    cast,
-    func,
     select,
 )
-from sqlalchemy.sql.elements import BindParameter
 
-from contextgraph.graph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
 from contextgraph.graph.relationsql import (
     COUNTS,
     OVERLAPS,
@@ -44,10 +37,10 @@ from contextgraph.graph.relationsql import (
     STRENGTHS,
     adjacency_statement,
     members_statement,
+    scored_statement,
     walk_statement,
 )
 from contextgraph.settings import Settings
-from contextgraph.store.dialect import total as float_total
 from contextgraph.store.meta import graph_version
 from contextgraph.store.models import T_ENTITIES, T_FILES, T_MENTIONS
 from contextgraph.store.sqlcore import ByIds, chunked, compiled_tuples
@@ -56,6 +49,10 @@ MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache 
 
 
 FIRST_RANKS = 32  # ranks of a precomputed list read by the first look (then doubling)
+# Neighbours of a computed list fetched at first: a longer list is kept as a prefix, and read
+# whole only when a reader goes past it (see Scored). BuildContext reads a few dozen ranks of a
+# hub's thousands; fetching every row into Python cost a third of computing such a list.
+PREFIX_ROWS = 1024
 
 
 @dataclass
@@ -69,9 +66,13 @@ class Scored:
       the names of those neighbours through ``names`` and orders the ties by name. BuildContext
       reads a few dozen ranks of a hub's thousands, so the rest is never named nor ordered;
     - read from the precomputed lists, it is ranked already.
-    A list read from the precomputed lists may be a prefix: then :meth:`at` reads further ranks
-    on demand through ``more`` (inside the read transaction that made the list), and ``edges``
-    holds only the neighbours read so far.
+    A list may be a prefix, and then ``edges`` holds only the neighbours read so far:
+    - computed here (``prefix``), ``order`` holds the first :data:`PREFIX_ROWS` + 1 neighbours
+      or more; once a reader needs a rank, or a tie, past them, :meth:`at` reads the whole list
+      through ``whole`` (in the reader's own read transaction: a cached list is valid for the
+      graph version and every *now* before ``valid_until``, so that read gives the same rows);
+    - read from the precomputed lists, :meth:`at` reads further ranks on demand through
+      ``more`` (inside the read transaction that made the list).
     """
 
     edges: dict[int, tuple[int, float]]
@@ -81,14 +82,16 @@ class Scored:
     more: Callable[[int, int], list[tuple[int, int, float]]] | None = None
     order: list[int] = field(default_factory=list)
     names: Callable[[list[int]], dict[int, tuple[str, int | None]]] | None = None
+    prefix: bool = False
+    whole: Callable[[], Scored] | None = None
 
     @property
     def complete(self) -> bool:
-        return self.more is None
+        return self.more is None and not self.prefix
 
     def at(self, rank: int) -> int | None:
         """The neighbour at ``rank`` (0-based), or None past the end of the list."""
-        while rank >= len(self.ranked) and len(self.ranked) < len(self.order):
+        while rank >= len(self.ranked) and (len(self.ranked) < len(self.order) or self.prefix):
             start = len(self.ranked)
             self._rank(start + max(FIRST_RANKS, start, rank + 1 - start))
         while rank >= len(self.ranked) and self.more is not None:
@@ -102,22 +105,48 @@ class Scored:
                 self.more = None
         return self.ranked[rank] if rank < len(self.ranked) else None
 
-    def view(self, names: Callable[[list[int]], dict[int, tuple[str, int | None]]]) -> Scored:
+    def view(
+        self,
+        names: Callable[[list[int]], dict[int, tuple[str, int | None]]],
+        whole: Callable[[], Scored],
+    ) -> Scored:
         """This list for one caller: a computed list's ranks are its own (cached lists are
-        shared by the threads of a process), its names read through ``names``."""
+        shared by the threads of a process), its names read through ``names`` and, past a
+        prefix, the whole list through ``whole``."""
         if not self.order:
             return self
-        return Scored(self.edges, [], self.computed_at, self.valid_until, None, self.order, names)
+        return Scored(
+            self.edges,
+            [],
+            self.computed_at,
+            self.valid_until,
+            None,
+            self.order,
+            names,
+            self.prefix,
+            whole if self.prefix else None,
+        )
+
+    def _read_whole(self) -> None:
+        """Swap a computed prefix for the whole list (the prefix's ranks stay: same order)."""
+        assert self.whole is not None, "a computed prefix is read through a view"
+        full = self.whole()
+        self.edges, self.order, self.prefix, self.whole = full.edges, full.order, False, None
 
     def _rank(self, stop: int) -> None:
         """Rank ``order`` up to ``stop`` at least, and on to the end of the tie there."""
-        order, edges = self.order, self.edges
+        if self.prefix and stop >= len(self.order):
+            self._read_whole()
         start = len(self.ranked)
-        stop = min(stop, len(order))
-
-        last = rank_key(edges[order[stop - 1]])
-        while stop < len(order) and rank_key(edges[order[stop]]) == last:
-            stop += 1
+        stop = min(stop, len(self.order))
+        last = rank_key(self.edges[self.order[stop - 1]])
+        while True:
+            order, edges = self.order, self.edges
+            while stop < len(order) and rank_key(edges[order[stop]]) == last:
+                stop += 1
+            if stop < len(order) or not self.prefix:
+                break
+            self._read_whole()  # the tie may go on past the prefix
         stretch = order[start:stop]
         assert self.names is not None, "a computed list is ranked through a view"
         names = self.names(stretch)
@@ -429,25 +458,51 @@ class Neighbourhoods:
     def _cached(self, cid: int) -> Scored | None:
         cached = self.state.scored.get(cid)
         if cached is not None and cached.computed_at <= self.now < cached.valid_until:
-            return cached.view(self.names)
+            return cached.view(self.names, partial(self._whole, cid))
         return None
 
     def _compute(self, cid: int) -> Scored:
+        """A concept's list, up to :data:`PREFIX_ROWS` + 1 neighbours: a prefix if there are
+        more, valid until the first tick of any of the concept's notes (the rows' own ticks
+        when the list is whole)."""
+        s = self.settings
+        rows = compiled_tuples(
+            self.conn,
+            ("scored-prefix", s.decay_model, s.grace_days, s.half_life_days),
+            lambda: scored_statement(s, prefix=True),
+            {"cid": cid, "now": self.now, "rows": PREFIX_ROWS + 1},
+        )
+        if len(rows) <= PREFIX_ROWS:
+            result = self._scored(cid, [row[:4] for row in rows])
+        else:
+            edges = {n: (co, float(total)) for n, co, total, _, _ in rows}
+            first_tick = rows[0][4]
+            valid_until = math.inf if first_tick is None else float(first_tick)
+            result = Scored(edges, [], self.now, valid_until, order=list(edges), prefix=True)
+            self.state.scored[cid] = result
+            self.state.edges += len(edges)
+        return result.view(self.names, partial(self._whole, cid))
+
+    def _whole(self, cid: int) -> Scored:
+        """A concept's whole list, cached in place of its prefix."""
         s = self.settings
         rows = compiled_tuples(
             self.conn,
             ("scored", s.decay_model, s.grace_days, s.half_life_days),
-            lambda: _scored_statement(s),
+            lambda: scored_statement(s),
             {"cid": cid, "now": self.now},
         )
+        return self._scored(cid, rows)
+
+    def _scored(self, cid: int, rows: Sequence[tuple[Any, ...]]) -> Scored:
+        """Cache the whole list of ``rows`` (n, count, weight sum, next tick), in rank order."""
         edges = {n: (co, float(total)) for n, co, total, _ in rows}
         ticks = [tick for tick in map(itemgetter(3), rows) if tick is not None]
         valid_until = float(min(ticks)) if ticks else math.inf
-        order = list(edges)
-        result = Scored(edges, [], self.now, valid_until, order=order)
+        result = Scored(edges, [], self.now, valid_until, order=list(edges))
         self.state.scored[cid] = result
         self.state.edges += len(edges)
-        return result.view(self.names)
+        return result
 
     def _remember(
         self, cid: int, rows: list[tuple[int, int, float, str, int | None]], valid_until: float
@@ -469,50 +524,6 @@ class Neighbourhoods:
             edges[n] = (co, total)
             known[n] = (name, community)
         return edges
-
-
-def _scored_statement(settings: Settings) -> Select[Any]:
-    """Every neighbour of concept ``:cid`` with its count, weight sum and next tick at ``:now``.
-
-    Each of the concept's notes (within the concept limit) is weighed once, in note order; then
-    one row per note and co-occurring concept, summed in that order. Everything but ``cid`` and
-    ``now`` comes from the decay settings, so :func:`compiled_rows` compiles it once per decay
-    settings (thousands of result rows through Core cost more than the join). The tick is the
-    instant a note's age reaches its next whole day; only ages past the grace period change a
-    weight.
-
-    The rows come in :func:`rank_key` order, ties by id: the score is the same float operations
-    as :func:`weighted_score` (``count × (total / count)``, IEEE doubles on both engines), and
-    SQLite's sorter ranks a hub's thousands of neighbours for less than Python does (bench's
-    vault, first BuildContext: p50 175 → 135 ms).
-    """
-    now: BindParameter[float] = bindparam("now", type_=Float)
-    cid: BindParameter[int] = bindparam("cid")
-    m1, m2, f = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2"), T_FILES.alias("f")
-    reference = reference_sql(f)
-    age = age_sql(reference, now)
-    tick = case(
-        (age + 1 > settings.grace_days, reference + (age + 1) * SECONDS_PER_DAY), else_=None
-    )
-    notes = (
-        select(
-            f.c.id.label("id"),
-            weight_sql(f, now, settings).label("w"),
-            tick.label("tick"),
-        )
-        .select_from(m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1)))
-        .where(m1.c.concept_id == cid)
-        .cte("notes")
-        .prefix_with("MATERIALIZED")
-    )
-    count, weights = func.count(), float_total(notes.c.w, order_by=notes.c.id)
-    score = count * (weights / cast(count, Float))
-    return (
-        select(m2.c.concept_id, count, weights, func.min(notes.c.tick))
-        .select_from(notes.join(m2, and_(m2.c.file_id == notes.c.id, m2.c.concept_id != cid)))
-        .group_by(m2.c.concept_id)
-        .order_by(score.desc(), count.desc(), m2.c.concept_id)
-    )
 
 
 def entity_names(conn: Connection, ids: list[int]) -> dict[int, tuple[str, int | None]]:

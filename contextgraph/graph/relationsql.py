@@ -13,16 +13,22 @@ from sqlalchemy import (
     CTE,
     ColumnElement,
     CompoundSelect,
+    Float,
     Select,
     and_,
     bindparam,
+    case,
+    cast,
     func,
     select,
     union_all,
 )
 from sqlalchemy.sql.elements import BindParameter
 
+from contextgraph.graph.decay import SECONDS_PER_DAY, age_sql, reference_sql, weight_sql
+from contextgraph.settings import Settings
 from contextgraph.store.dialect import least
+from contextgraph.store.dialect import total as float_total
 from contextgraph.store.models import T_CREL, T_ENTITIES, T_FILES, T_MENTIONS
 from contextgraph.store.sqlcore import ByIds, ForIds, IdList
 
@@ -150,6 +156,58 @@ def _relation_rows_statement(ids: IdList) -> Select[Any]:
 RELATION_ROWS = ForIds(_relation_rows_statement)
 
 
+def scored_statement(settings: Settings, *, prefix: bool = False) -> Select[Any]:
+    """Every neighbour of concept ``:cid`` with its count, weight sum and next tick at ``:now``.
+
+    Each of the concept's notes (within the concept limit) is weighed once, in note order; then
+    one row per note and co-occurring concept, summed in that order. Everything but ``cid`` and
+    ``now`` comes from the decay settings, so
+    :func:`~contextgraph.store.sqlcore.compiled_tuples` compiles it once per decay settings
+    (thousands of result rows through Core cost more than the join). The tick is the instant a
+    note's age reaches its next whole day; only ages past the grace period change a weight.
+
+    The rows come in :func:`~contextgraph.graph.neighbourhood.rank_key` order, ties by id: the
+    score is the same float operations as
+    :func:`~contextgraph.graph.neighbourhood.weighted_score` (``count × (total / count)``, IEEE
+    doubles on both engines), and SQLite's sorter ranks a hub's thousands of neighbours for
+    less than Python does (bench's vault, first BuildContext: p50 175 → 135 ms).
+
+    With ``prefix``, only the first ``:rows`` rows, each with the first tick of all the
+    concept's notes (a bound on every row's, so on when the whole list changes).
+    """
+    now: BindParameter[float] = bindparam("now", type_=Float)
+    cid: BindParameter[int] = bindparam("cid")
+    m1, m2, f = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2"), T_FILES.alias("f")
+    reference = reference_sql(f)
+    age = age_sql(reference, now)
+    tick = case(
+        (age + 1 > settings.grace_days, reference + (age + 1) * SECONDS_PER_DAY), else_=None
+    )
+    notes = (
+        select(
+            f.c.id.label("id"),
+            weight_sql(f, now, settings).label("w"),
+            tick.label("tick"),
+        )
+        .select_from(m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1)))
+        .where(m1.c.concept_id == cid)
+        .cte("notes")
+        .prefix_with("MATERIALIZED")
+    )
+    count, weights = func.count(), float_total(notes.c.w, order_by=notes.c.id)
+    score = count * (weights / cast(count, Float))
+    columns: list[Any] = [m2.c.concept_id, count, weights, func.min(notes.c.tick)]
+    if prefix:
+        columns.append(select(func.min(notes.c.tick)).scalar_subquery())
+    query = (
+        select(*columns)
+        .select_from(notes.join(m2, and_(m2.c.file_id == notes.c.id, m2.c.concept_id != cid)))
+        .group_by(m2.c.concept_id)
+        .order_by(score.desc(), count.desc(), m2.c.concept_id)
+    )
+    return query.limit(bindparam("rows")) if prefix else query
+
+
 def adjacency_statement() -> CompoundSelect[Any]:
     """The relations of concept ``:c`` from either end: (neighbour, count)."""
     return _relations_of("c")
@@ -163,5 +221,6 @@ __all__ = [
     "STRENGTHS",
     "adjacency_statement",
     "members_statement",
+    "scored_statement",
     "walk_statement",
 ]
