@@ -175,6 +175,9 @@ class _State:
     overlaps: dict[tuple[int, int, float, tuple[int, ...]], dict[int, tuple[int, int, int]]] = (
         field(default_factory=dict)
     )
+    # (concept, others) -> what counts() read: a candidate's counts with the frontier lists
+    # that are prefixes, asked again by every later call that expands through them
+    counts: dict[tuple[int, tuple[int, ...]], dict[int, int]] = field(default_factory=dict)
     edges: int = 0
 
 
@@ -449,11 +452,16 @@ class Neighbourhoods:
 
         Read from the stored relations, whose counts are those of the co-occurrence join (both
         count the notes within the concept limit that mention the two)."""
-        cached = self.state.adjacency.get(cid)
-        ids = list(others)
-        if cached is not None:
-            return {o: cached[o] for o in ids if o in cached}
-        return {int(o): int(count) for o, count in COUNTS.rows(self.conn, ids, {"c": cid})}
+        adjacent = self.state.adjacency.get(cid)
+        ids = tuple(others)
+        if adjacent is not None:
+            return {o: adjacent[o] for o in ids if o in adjacent}
+        cached = self.state.counts.get((cid, ids))
+        if cached is None:
+            rows = COUNTS.rows(self.conn, ids, {"c": cid})
+            cached = self.state.counts[(cid, ids)] = {int(o): int(count) for o, count in rows}
+            self.state.edges += len(cached) + 1
+        return cached
 
     def _cached(self, cid: int) -> Scored | None:
         cached = self.state.scored.get(cid)
