@@ -141,7 +141,7 @@ def test_a_first_question_reads_no_list_and_later_ones_fill_the_cache(
         candidates = [ids["c1"], ids["c2"]]  # 4 + 2 relation rows to match
         near = {ids["n4"]: 1}  # 1 relation row to read
         assert nb.sibling_way(near, candidates) == "walk"  # the process has asked nothing
-        nb.overlaps(ids["q"], nb.adjacency(ids["q"]), 7, candidates, 3, 0.4)
+        nb.overlaps(ids["q"], nb.adjacency(ids["q"]), candidates, 3, 0.4)
         assert nb.sibling_way(near, candidates) == "python"  # 1 row to read ≤ 6 to match
         around = {ids[n]: 1 for n in ("n1", "n2", "n3", "n4")}  # 9 rows, more than 6
         assert nb.sibling_way(around, candidates) == "match"
@@ -263,3 +263,31 @@ def test_strengths_from_the_notes_equal_the_sums_of_the_stored_relations(
         (vault / f"r{i:03d}.md").unlink()
     check("5")
     check("1000")  # the limit raised: the notes over the old one are paired now
+
+
+@pytest.mark.sqlite_only
+def test_the_walk_reads_each_neighbours_relations_once_not_one_per_candidate(
+    graph: ContextGraph,
+) -> None:
+    """SQLite's plan for the siblings' walk: each neighbour's relations by one end of the key,
+    the candidates a list probed per row. Driven by the list instead, the plan looks up every
+    (neighbour, candidate) pair: hundreds of candidates times the neighbours, for each query."""
+    from sqlalchemy import bindparam, func, select
+
+    from contextgraph.graph.relationsql import WALK
+    from contextgraph.store.sqlcore import ID_LIST, driver_sql
+
+    listed = func.json_each(bindparam(ID_LIST)).table_valued("value")
+    sql = driver_sql(WALK.build(select(listed.c.value)))
+    with db.read(graph.engine) as conn:
+        plan = [
+            str(row[-1])
+            for row in conn.exec_driver_sql(
+                "EXPLAIN QUERY PLAN " + sql, {"q": 1, "k": 3, ID_LIST: "[1, 2, 3]"}
+            )
+        ]
+    walked = [step for step in plan if step.startswith("SEARCH r ")]
+    assert walked == [
+        "SEARCH r USING PRIMARY KEY (a_id=?)",
+        "SEARCH r USING COVERING INDEX ix_concept_relations_b_id_a_id_count (b_id=?)",
+    ], plan

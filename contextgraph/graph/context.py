@@ -369,7 +369,7 @@ def community_siblings(
         strength = nb.strengths(members)
         members = [c for c in members if strength[c] * bound <= limit]
     found = []
-    stats = nb.overlaps(qid, adjacent, community_id, members, settings.community_min_shared, bound)
+    stats = nb.overlaps(qid, adjacent, members, settings.community_min_shared, bound)
     info = nb.names(stats)
     for c, (shared, overlap, total) in stats.items():
         ratio = overlap / total if total else 0.0

@@ -35,10 +35,10 @@ from contextgraph.graph.relationsql import (
     RELATION_ROWS,
     RELATIONS_OF,
     STRENGTHS,
+    WALK,
     adjacency_statement,
     members_statement,
     scored_statement,
-    walk_statement,
 )
 from contextgraph.settings import Settings
 from contextgraph.store.meta import graph_version
@@ -281,21 +281,20 @@ class Neighbourhoods:
         self,
         qid: int,
         adjacent: dict[int, int],
-        community_id: int,
         candidates: list[int],
         min_shared: int,
         min_overlap: float,
     ) -> dict[int, tuple[int, int, int]]:
         """c -> (shared neighbours with ``qid``, Σ min of the two counts, strength of c).
 
-        ``adjacent`` is ``qid``'s :meth:`adjacency`, the ``candidates`` members of
-        ``community_id``. Left out: candidates sharing fewer than ``min_shared`` neighbours (and
+        ``adjacent`` is ``qid``'s :meth:`adjacency`, the ``candidates`` members of its
+        community. Left out: candidates sharing fewer than ``min_shared`` neighbours (and
         at least one), and some whose ``overlap / strength`` is proven below ``min_overlap``;
         the strength is c's weighted degree. Three exact ways, chosen by what they would read:
         - walk the neighbours' adjacency lists in Python when they are cached, or in a process
           that has asked before and would read fewer rows so (:meth:`sibling_way`);
         - else, whichever reads fewer rows (:meth:`walk_is_cheaper`), aggregating in C: walk
-          the neighbours' relations to the community's members in SQL (which sees the part of
+          the neighbours' relations to the candidates in SQL (which sees the part of
           each member's strength the walk crossed, a lower bound of it: a member whose overlap
           is already below ``min_overlap`` of that part is dropped before its strength is
           read), or match every relation (c, n) of the candidates with (q, n) by its key.
@@ -311,15 +310,11 @@ class Neighbourhoods:
         if way == "python":
             out = self._overlaps_by_walking(adjacent, frozenset(candidates), min_shared)
         elif way == "walk":
-            wanted = set(candidates)
-            values = {**params, "cm": community_id}
             found: dict[int, tuple[int, int]] = {}
-            for c, shared, overlap, crossed in compiled_tuples(
-                self.conn, ("sibling-walk",), walk_statement, values
-            ):
+            for c, shared, overlap, crossed in WALK.rows(self.conn, candidates, params):
                 # strength ≥ crossed, so overlap / strength ≤ overlap / crossed (also once
                 # rounded: division rounds monotonically), the ratio the caller keeps.
-                if c in wanted and overlap / crossed >= min_overlap:
+                if overlap / crossed >= min_overlap:
                     found[int(c)] = (int(shared), int(overlap))
             strength = self.strengths(sorted(found))
             out = {c: (shared, overlap, strength[c]) for c, (shared, overlap) in found.items()}
