@@ -129,6 +129,38 @@ def test_the_way_is_chosen_by_the_relation_rows_each_would_read(graph: ContextGr
         assert nb.walk_is_cheaper([ids["n1"], ids["n2"]], [ids["c1"], ids["c2"]]) is True  # 6
 
 
+def test_a_first_count_that_settles_the_way_is_the_only_one(
+    graph: ContextGraph, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Walking reads a row per neighbour at least, matching a row per candidate at least: when
+    the first count is below the other side's number of concepts, the second is not made."""
+    from contextgraph.graph.neighbourhood import Neighbourhoods
+
+    counted: list[list[int]] = []
+    real = Neighbourhoods.relation_rows
+
+    def relation_rows(self: Neighbourhoods, ids: list[int], cap: int) -> int:
+        counted.append(ids)
+        return real(self, ids, cap)
+
+    monkeypatch.setattr(Neighbourhoods, "relation_rows", relation_rows)
+    with db.read(graph.engine) as conn:
+        ids = {key: int(i) for key, i in conn.execute(text("SELECT key, id FROM entities"))}
+        nb = Neighbourhoods(graph.engine, conn, graph.settings, 0.0)
+        neighbours = [ids[n] for n in ("n1", "n2", "n3", "n4")]  # 9 relation rows
+        # c2 has 2 relation rows, fewer than the 4 neighbours: matching it is cheaper.
+        assert nb.walk_is_cheaper(neighbours, [ids["c2"]]) is False
+        assert counted == [[ids["c2"]]]
+        counted.clear()
+        # n4 has 1 relation row, fewer than the 2 candidates: walking it is cheaper.
+        assert nb.walk_is_cheaper([ids["n4"]], [ids["c1"], ids["c2"]]) is True
+        assert counted == [[ids["n4"]]]
+        counted.clear()
+        # 9 rows to walk against 6 to match: both counts are needed.
+        assert nb.walk_is_cheaper(neighbours, [ids["c1"], ids["c2"]]) is False
+        assert len(counted) == 2
+
+
 def test_a_first_question_reads_no_list_and_later_ones_fill_the_cache(
     graph: ContextGraph, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -378,12 +378,23 @@ class Neighbourhoods:
         instead of walking a hundred thousand relations, and a concept of few neighbours in a
         large community walks them. ``matched``, when the caller has counted it already, is the
         candidates' count (up to :data:`SIBLING_COUNT_CAP`).
+
+        The second count is skipped when the first settles it: each neighbour has a relation
+        (with the query), so walking reads at least one row per neighbour; and each member of a
+        community has one (a concept without relations is a community of its own), so matching
+        reads at least one row per candidate. A stale community may hold a member that has
+        lost its relations since; then this may choose the walk where matching was cheaper,
+        never another answer (both ways are exact).
         """
         if matched is None and len(candidates) < len(neighbours):
             matched = self.relation_rows(candidates, SIBLING_COUNT_CAP)
         if matched is not None:
+            if matched < len(neighbours):
+                return False
             return self.relation_rows(neighbours, matched + 1) <= matched
         walked = self.relation_rows(neighbours, SIBLING_COUNT_CAP)
+        if walked <= len(candidates):
+            return True
         return self.relation_rows(candidates, walked) >= walked
 
     def relation_rows(self, ids: list[int], cap: int) -> int:
