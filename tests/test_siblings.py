@@ -304,13 +304,10 @@ def test_the_walk_reads_each_neighbours_relations_once_not_one_per_candidate(
     """SQLite's plan for the siblings' walk: each neighbour's relations by one end of the key,
     the candidates a list probed per row. Driven by the list instead, the plan looks up every
     (neighbour, candidate) pair: hundreds of candidates times the neighbours, for each query."""
-    from sqlalchemy import bindparam, func, select
-
     from contextgraph.graph.relationsql import WALK
-    from contextgraph.store.sqlcore import ID_LIST, driver_sql
+    from contextgraph.store.sqlcore import ID_LIST, listed_on_sqlite
 
-    listed = func.json_each(bindparam(ID_LIST)).table_valued("value")
-    sql = driver_sql(WALK.build(select(listed.c.value)))
+    sql = listed_on_sqlite(WALK.build).sql
     with db.read(graph.engine) as conn:
         plan = [
             str(row[-1])

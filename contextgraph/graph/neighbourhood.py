@@ -486,15 +486,11 @@ class Neighbourhoods:
             lambda: scored_statement(s, prefix=True),
             {"cid": cid, "now": self.now, "rows": PREFIX_ROWS + 1},
         )
-        if len(rows) <= PREFIX_ROWS:
-            result = self._scored(cid, [row[:4] for row in rows])
-        else:
-            edges = {n: (co, float(total)) for n, co, total, _, _ in rows}
+        prefix_valid_until = None
+        if len(rows) > PREFIX_ROWS:  # more neighbours than fetched: a prefix
             first_tick = rows[0][4]
-            valid_until = math.inf if first_tick is None else float(first_tick)
-            result = Scored(edges, [], self.now, valid_until, order=list(edges), prefix=True)
-            self.state.scored[cid] = result
-            self.state.edges += len(edges)
+            prefix_valid_until = math.inf if first_tick is None else float(first_tick)
+        result = self._scored(cid, rows, prefix_valid_until)
         return result.view(self.names, partial(self._whole, cid))
 
     def _whole(self, cid: int) -> Scored:
@@ -508,12 +504,19 @@ class Neighbourhoods:
         )
         return self._scored(cid, rows)
 
-    def _scored(self, cid: int, rows: Sequence[tuple[Any, ...]]) -> Scored:
-        """Cache the whole list of ``rows`` (n, count, weight sum, next tick), in rank order."""
-        edges = {n: (co, float(total)) for n, co, total, _ in rows}
-        ticks = [tick for tick in map(itemgetter(3), rows) if tick is not None]
-        valid_until = float(min(ticks)) if ticks else math.inf
-        result = Scored(edges, [], self.now, valid_until, order=list(edges))
+    def _scored(
+        self, cid: int, rows: Sequence[tuple[Any, ...]], prefix_valid_until: float | None = None
+    ) -> Scored:
+        """Cache the list of ``rows`` (n, count, weight sum, next tick, ...), in rank order: the
+        whole list, valid until its rows' first tick, or (``prefix_valid_until`` given) a
+        prefix, valid until then."""
+        edges = {row[0]: (row[1], float(row[2])) for row in rows}
+        valid_until = prefix_valid_until
+        if valid_until is None:
+            ticks = [tick for tick in map(itemgetter(3), rows) if tick is not None]
+            valid_until = float(min(ticks)) if ticks else math.inf
+        prefix = prefix_valid_until is not None
+        result = Scored(edges, [], self.now, valid_until, order=list(edges), prefix=prefix)
         self.state.scored[cid] = result
         self.state.edges += len(edges)
         return result

@@ -77,6 +77,13 @@ class _Compiled:
         _sqlite_cursor(conn).execute(self.sql, {**self.constants, **values})
 
 
+def listed_on_sqlite(build: Callable[[IdList], Statement]) -> _Compiled:
+    """``build(ids)`` compiled for SQLite, ``ids`` being ``SELECT value FROM json_each(:id_list)``:
+    the one text of :class:`ForIds` and :class:`ForList`, whatever the list's length."""
+    listed = func.json_each(bindparam(ID_LIST)).table_valued("value")
+    return _Compiled(build(select(listed.c.value)))
+
+
 class ForIds:
     """A statement over one list of ids, run in chunks of at most :data:`CHUNK` ids.
 
@@ -129,8 +136,7 @@ class ForIds:
     def _compiled(self) -> _Compiled:
         compiled = self._sqlite
         if compiled is None:
-            listed = func.json_each(bindparam(ID_LIST)).table_valued("value")
-            compiled = self._sqlite = _Compiled(self.build(select(listed.c.value)))
+            compiled = self._sqlite = listed_on_sqlite(self.build)
         return compiled
 
     @staticmethod
@@ -191,8 +197,7 @@ class ForList:
             values = {ID_LIST: list(ids), **params}
             return [tuple(row) for row in conn.execute(self._postgresql, values)]
         if self._sqlite is None:
-            listed_json = func.json_each(bindparam(ID_LIST)).table_valued("value")
-            self._sqlite = _Compiled(self.build(select(listed_json.c.value)))
+            self._sqlite = listed_on_sqlite(self.build)
         return self._sqlite.tuples(conn, {ID_LIST: json.dumps(list(ids)), **params})
 
 
@@ -278,4 +283,5 @@ __all__ = [
     "compiled_tuples",
     "driver_sql",
     "lazy_driver_sql",
+    "listed_on_sqlite",
 ]
