@@ -126,3 +126,23 @@ def test_read_command(notes: ContextGraph, db_url: str) -> None:
     result = runner.invoke(cli, ["--db", db_url, "read", "../../etc/passwd"])
     assert result.exit_code == 1 and "Traceback" not in result.stderr
     assert "://" in db_url or os.path.exists(db_url)
+
+
+def test_read_by_title_folds_case_and_normalization_beyond_ascii(
+    store: ContextGraph, vault: Path, write: Writer
+) -> None:
+    """A title is matched case-insensitively for every letter, not only ASCII ones (SQLite's
+    lower() and LIKE fold ASCII alone), and in either Unicode normal form: a vault written on
+    macOS names files in NFD, a terminal types NFC."""
+    write("Éclair.md", "[[Pastry]]")
+    write("t.md", "---\ntitle: Ärger\n---\n[[Mood]]")
+    write("Cafe\u0301.md", "[[Coffee]]")  # NFD: e + combining acute
+    store.sync([vault], name="v")
+    for title in ("Éclair", "éclair", "ÉCLAIR"):
+        assert store.read(title).path == "Éclair.md", title
+    for title in ("Ärger", "ärger", "ÄRGER"):
+        assert store.read(title).path == "t.md", title
+    for title in ("Café", "café", "Cafe\u0301", "Café.md"):  # NFC, and the file's own NFD
+        assert store.read(title).path == "Cafe\u0301.md", title
+    with pytest.raises(NotFound):
+        store.read("eclair")  # a different letter is still a different title

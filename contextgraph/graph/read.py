@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -106,24 +107,48 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
     if rows:
         return rows
     # A title: the frontmatter title, else the file name without its extension (a note's or a
-    # code file's), case-insensitively; the LIKE only narrows the rows the exact test then sees.
-    lowered = identifier.strip().lower()
+    # code file's), case-insensitively and in either Unicode normal form; or the path itself in
+    # the other normal form. The LIKE only narrows the rows the exact test then sees.
+    folded = _fold(identifier.strip())
+    pattern = _narrowing_pattern(identifier.strip())
     titled = conn.execute(
         base.where(
             or_(
-                func.lower(T_FILES.c.title) == lowered,
-                func.lower(T_FILES.c.path).like("%" + db.escape_like(lowered) + "%", escape="\\"),
+                func.lower(T_FILES.c.title).like(pattern, escape="\\"),
+                func.lower(T_FILES.c.path).like("%" + pattern + "%", escape="\\"),
             )
         ).order_by(T_SOURCES.c.name, T_FILES.c.path)
     )
-    return [r for r in titled if _names_title(r, lowered)]
+    composed = unicodedata.normalize("NFC", rel)
+    return [r for r in titled if _names_title(r, folded, composed)]
 
 
-def _names_title(row: Any, lowered: str) -> bool:
-    if row.title is not None and row.title.lower() == lowered:
+def _fold(text: str) -> str:
+    """``text`` as titles are compared: composed (NFC), then lower case."""
+    return unicodedata.normalize("NFC", text).lower()
+
+
+def _narrowing_pattern(identifier: str) -> str:
+    """A LIKE pattern (escape ``\\``) that every title or path :func:`_names_title` accepts
+    holds. SQL's ``lower`` and SQLite's LIKE fold ASCII letters only, so each non-ASCII
+    character of the composed identifier becomes ``%``: in the stored text it may be in
+    another case or decomposed (NFD ``e`` + U+0301 for ``é``)."""
+    parts: list[str] = []
+    for char in unicodedata.normalize("NFC", identifier):
+        if char.isascii():
+            parts.append(db.escape_like(char.lower()))
+        elif not parts or parts[-1] != "%":
+            parts.append("%")
+    return "".join(parts)
+
+
+def _names_title(row: Any, folded: str, composed: str) -> bool:
+    if row.title is not None and _fold(row.title) == folded:
         return True
-    stem = str(PurePosixPath(row.path).with_suffix("")).lower()
-    return stem == lowered or stem.endswith("/" + lowered)
+    if unicodedata.normalize("NFC", row.path) == composed:
+        return True
+    stem = _fold(str(PurePosixPath(row.path).with_suffix("")))
+    return stem == folded or stem.endswith("/" + folded)
 
 
 MAX_LISTED = 10
