@@ -393,3 +393,67 @@ def test_read_only_database_as_a_real_non_root_user(notes: Path) -> None:
             if p.is_dir():
                 p.chmod(0o755)
         shutil.rmtree(base)
+
+
+# -- a database of another application --------------------------------------------------------
+
+
+def _foreign(tmp_path: Path, *, revision: str | None = None) -> Path:
+    """An SQLite file some other program made: its own tables, rollback journal."""
+    import sqlite3
+
+    target = tmp_path / "places.sqlite"
+    conn = sqlite3.connect(target)
+    conn.execute("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT)")
+    conn.execute("INSERT INTO moz_places (url) VALUES ('https://example.org/')")
+    if revision is not None:  # another application that also keeps Alembic's table
+        conn.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+        conn.execute("INSERT INTO alembic_version VALUES (?)", (revision,))
+    conn.commit()
+    conn.close()
+    return target
+
+
+@pytest.mark.parametrize("revision", [None, "abc123"], ids=["no-alembic", "unknown-revision"])
+def test_a_database_of_another_application_is_refused_and_left_untouched(
+    runner: CliRunner, tmp_path: Path, notes: Path, revision: str | None
+) -> None:
+    target = _foreign(tmp_path, revision=revision)
+    before = target.read_bytes()
+    for args in (
+        ("search", "x"),
+        ("context", "x"),
+        ("stats", "--json"),
+        ("doctor",),
+        ("sources",),
+        ("init",),
+        ("db", "upgrade"),
+        ("sync", str(notes)),
+    ):
+        code, _out, err = run(runner, "--db", str(target), *args)
+        assert code == 1, (args, err)
+        assert one_line(err), (args, err)
+        assert "unexpected error" not in err and "contextgraph" in err, (args, err)
+    assert target.read_bytes() == before  # no schema, no WAL switch: not one byte
+    assert not (tmp_path / "places.sqlite-wal").exists()
+    with pytest.raises(DatabaseError, match=r"another application|does not know"):
+        ContextGraph.open(target)
+    assert target.read_bytes() == before
+
+
+def test_an_empty_sqlite_file_still_becomes_a_contextgraph_database(tmp_path: Path) -> None:
+    import sqlite3
+
+    target = tmp_path / "empty.db"
+    sqlite3.connect(target).execute("PRAGMA user_version = 7").connection.close()
+    with ContextGraph.open(target) as graph:
+        assert graph.revision() == dbmod.SCHEMA_HEAD
+
+
+def test_db_upgrade_to_an_unknown_revision_is_one_line(runner: CliRunner, db_path: Path) -> None:
+    assert run(runner, "--db", str(db_path), "init")[0] == 0
+    for revision in ("nonesuch", "", "   ", "memory://x"):
+        code, _out, err = run(runner, "--db", str(db_path), "db", "upgrade", revision)
+        assert code in (1, 2), (revision, err)
+        assert one_line(err) and "unexpected error" not in err, (revision, err)
+    assert doctor_ok(runner, db_path)

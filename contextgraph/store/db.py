@@ -44,8 +44,9 @@ from sqlalchemy.engine import RootTransaction, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.pool import StaticPool
 
-from contextgraph.errors import CorruptDatabase, DatabaseError, ReadOnlyDatabase
+from contextgraph.errors import CorruptDatabase, DatabaseError, InvalidArgument, ReadOnlyDatabase
 from contextgraph.store.backoff import with_backoff
+from contextgraph.store.ownership import refuse_foreign, wal_wanted
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +184,8 @@ def make_engine(
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            if not read_only:  # switching the journal mode writes the header
+            # Switching the journal mode writes the header: never in another program's file.
+            if not read_only and _retry_locked(lambda: wal_wanted(cursor)):
                 _retry_locked(lambda: cursor.execute("PRAGMA journal_mode = WAL"))
             cursor.execute("PRAGMA foreign_keys = ON")
             cursor.execute("PRAGMA synchronous = NORMAL")
@@ -553,15 +555,23 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     current = current_revision(engine)
     if revision == "head" and current == SCHEMA_HEAD:
         return
+    if not revision.strip():
+        raise InvalidArgument("give a schema revision (or head)")
+    if engine.url.get_backend_name() == "sqlite":
+        with read(engine) as conn:
+            refuse_foreign(conn, _where(engine))  # before anything is written to it
     if is_read_only(engine):
         raise ReadOnlyDatabase(
             f"{_where(engine)} is read-only and its schema ({current or 'blank'}) is not at "
             f"{SCHEMA_HEAD}: it cannot be upgraded"
         )
     from alembic import command
+    from alembic.util import CommandError
 
     try:
         command.upgrade(alembic_config(engine), revision)
+    except CommandError as exc:  # an unknown or malformed target revision
+        raise DatabaseError(f"cannot upgrade to {revision[:64]!r}: {exc}") from None
     except DBAPIError as exc:
         mapped = translate(engine, exc)
         if mapped is not exc:
