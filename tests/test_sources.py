@@ -276,3 +276,22 @@ def test_bad_roots_and_names_are_one_line_errors(engine: Engine, tmp_path: Path)
             register(engine, tmp_path / "ok", name=bad)
     with db.read(engine) as conn, pytest.raises(NotFound, match="no source named 'nosuch'"):
         get_source(conn, "nosuch")
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["x" * 5000, "word " * 20000, "a/" * 3000 + "b", "line\nbreak"],
+    ids=["name-too-long", "path-too-long", "deep", "newline"],
+)
+def test_a_folder_path_the_system_cannot_take_is_a_one_line_refusal(
+    runner: CliRunner, tmp_path: Path, engine: Engine, path: str
+) -> None:
+    fresh = tmp_path / "fresh.db"
+    for command in ("sync", "init"):
+        code, _, err = invoke(runner, fresh, command, path)
+        assert code == 1, err
+        assert "not a folder" in err and "unexpected" not in err, err
+        assert len(err.strip().splitlines()) == 1, err
+        assert not fresh.exists()
+    with pytest.raises(SourceError, match="not a folder"):
+        register(engine, path)

@@ -55,10 +55,14 @@ def check_root(root: str | os.PathLike[str]) -> Path:
     raw = os.fspath(root)
     if not raw.strip():
         raise SourceError("the folder path is empty: give the folder to sync")
-    path = Path(raw).expanduser()
-    if not path.is_dir():
-        raise SourceError(f"not a folder: {raw}")
-    resolved = path.resolve()
+    shown = repr(raw[:200])[1:-1] + ("…" if len(raw) > 200 else "")  # one line, not 100 KB
+    try:
+        path = Path(raw).expanduser()
+        if not path.is_dir():
+            raise SourceError(f"not a folder: {shown}")
+        resolved = path.resolve()
+    except OSError as exc:  # a name or path too long for the system, a loop of links
+        raise SourceError(f"not a folder: {shown} ({exc.strerror or exc})") from None
     if resolved.parent == resolved:
         raise SourceError(f"refusing to sync the file-system root {resolved}: give a folder in it")
     for pseudo in PSEUDO_ROOTS:
