@@ -18,6 +18,7 @@ from contextgraph.errors import (
     SourceError,
     UnsafePath,
 )
+from contextgraph.limits import NAME
 from contextgraph.settings import Settings, parse_datetime
 from contextgraph.store import db
 from contextgraph.store.sources import SourceInfo, get_source, list_sources, register
@@ -238,7 +239,7 @@ class ContextGraph:
         with db.read(self.engine) as conn:
             return build_context(
                 conn,
-                clean(concept),
+                NAME.check(clean(concept)),
                 settings=self.settings,
                 now=self._now(now),
                 depth=self.settings.depth if depth is None else depth,
@@ -335,7 +336,7 @@ class ContextGraph:
         from contextgraph.graph.visualize import visualize
 
         with db.read(self.engine) as conn:
-            return visualize(conn, clean(concept), depth=depth, max_nodes=max_nodes)
+            return visualize(conn, NAME.check(clean(concept)), depth=depth, max_nodes=max_nodes)
 
     def communities(self, *, rebuild: bool = False) -> CommunityListing:
         """The latest community run and every community (recomputed first with ``rebuild``)."""

@@ -31,6 +31,22 @@ class Bound:
         return value
 
 
+@dataclass(frozen=True)
+class Length:
+    """The most characters one text argument may hold."""
+
+    name: str
+    high: int
+
+    def check(self, value: str) -> str:
+        """Return ``value``, or raise :class:`InvalidArgument` when it is too long."""
+        if len(value) > self.high:
+            raise InvalidArgument(
+                f"{self.name} is {len(value)} characters long; at most {self.high} are taken"
+            )
+        return value
+
+
 # BuildContext (SPEC §5). Depth 0 and 1 give direct relations only.
 CONTEXT_DEPTH = Bound("depth", 0, 5)
 CONTEXT_MAX_ENTITIES = Bound("max_entities", 1, 100)
@@ -54,3 +70,14 @@ MAX_QUERY_CHARS = 4000
 EDIT_COUNT = Bound("count", 1, 10_000)
 # A title or path given to write_note / move_note.
 MAX_PATH_CHARS = 4096
+# A name a caller types: a concept (BuildContext, visualize) or an expansion seed (a symbol, a
+# file path, a concept). Concepts are at most 200 characters once normalised.
+NAME = Length("the name", 1000)
+# A source's name, the first part of its memory:// URIs.
+SOURCE_NAME = Length("the source name", 200)
+# Editing (SPEC §14): the text replace_text finds, the heading replace_section replaces, the
+# hash a caller read (expected_hash), and a note's text as a caller writes it.
+EDIT_FIND = Length("the text to find", 100_000)
+EDIT_HEADING = Length("the heading", 1000)
+EXPECTED_HASH = Length("the expected hash", 128)
+NOTE_TEXT = Length("the note's text", 10 * 1024 * 1024)

@@ -109,11 +109,12 @@ def bounded(bound: limits.Bound, description: str) -> Any:
 # Argument types several tools share, each bound written once; a use adds its own description
 # (``Annotated[Query, Field(description=...)]``: pydantic merges the two fields).
 Query = Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS)]
-EntityName = Annotated[str, Field(min_length=1, max_length=1000)]
+EntityName = Annotated[str, Field(min_length=1, max_length=limits.NAME.high)]
 PathText = Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS)]
-SourceName = Annotated[str | None, Field(min_length=1, max_length=200)]
+SourceName = Annotated[str | None, Field(min_length=1, max_length=limits.SOURCE_NAME.high)]
 SourceFilter = Annotated[
-    str | None, Field(max_length=200, description="Only this source (by name).")
+    str | None,
+    Field(max_length=limits.SOURCE_NAME.high, description="Only this source (by name)."),
 ]
 
 

@@ -22,14 +22,14 @@ _Hash = Annotated[
     str | None,
     Field(
         min_length=1,
-        max_length=128,
+        max_length=limits.EXPECTED_HASH.high,
         description="The hash read_memory (or a write) returned: refuse if the note changed.",
     ),
 ]
 _Identifier = Annotated[
     PathText, Field(description="The note: a memory:// URI, a source-relative path, or its title.")
 ]
-_Text = Annotated[str, Field(max_length=10 * 1024 * 1024)]
+_Text = Annotated[str, Field(max_length=limits.NOTE_TEXT.high)]
 
 
 def write_note(
@@ -93,7 +93,10 @@ def edit_note(
         Field(description="The text to add (append/prepend) or the new section body."),
     ] = None,
     find: Annotated[
-        str | None, Field(min_length=1, max_length=100_000, description="replace_text: old text.")
+        str | None,
+        Field(
+            min_length=1, max_length=limits.EDIT_FIND.high, description="replace_text: old text."
+        ),
     ] = None,
     replace: Annotated[_Text | None, Field(description="replace_text: new text.")] = None,
     count: Annotated[
@@ -101,7 +104,11 @@ def edit_note(
     ] = 1,
     heading: Annotated[
         str | None,
-        Field(min_length=1, max_length=1000, description="replace_section: the heading."),
+        Field(
+            min_length=1,
+            max_length=limits.EDIT_HEADING.high,
+            description="replace_section: the heading.",
+        ),
     ] = None,
     expected_hash: _Hash = None,
 ) -> Annotated[CallToolResult, WriteResult]:

@@ -461,3 +461,138 @@ def test_read_serves_the_notes_it_should(graph: ContextGraph) -> None:
     assert graph.read("memory://vault/x/b.md").path == "x/b.md"
     assert graph.read("./x/b.md").path == "x/b.md"
     assert graph.read("a").uri == "memory://vault/a.md"
+
+
+# -- one bound per text argument, the same at every door ---------------------------------------
+
+# (bound, library call, CLI arguments, MCP tool and arguments) for every bounded text argument.
+TextCase = tuple[
+    Any,
+    Callable[[ContextGraph, str], Any],
+    Callable[[str], list[str]],
+    Callable[[str], tuple[str, dict[str, Any]]],
+]
+
+
+def _text_cases() -> dict[str, TextCase]:
+    from contextgraph import limits
+
+    return {
+        "context": (
+            limits.NAME,
+            lambda g, v: g.build_context(v),
+            lambda v: ["context", v],
+            lambda v: ("build_context", {"concept_name": v}),
+        ),
+        "expand": (
+            limits.NAME,
+            lambda g, v: g.expand([v]),
+            lambda v: ["expand", v],
+            lambda v: ("expand", {"seeds": [v]}),
+        ),
+        "visualize": (
+            limits.NAME,
+            lambda g, v: g.visualize(v),
+            lambda v: ["visualize", v],
+            lambda v: ("visualize", {"concept_name": v}),
+        ),
+        "find": (
+            limits.EDIT_FIND,
+            lambda g, v: g.edit_note("a.md", "replace_text", find=v, replace="y"),
+            lambda v: ["edit", "a.md", "--find", v, "--replace", "y"],
+            lambda v: (
+                "edit_note",
+                {"identifier": "a.md", "operation": "replace_text", "find": v, "replace": "y"},
+            ),
+        ),
+        "heading": (
+            limits.EDIT_HEADING,
+            lambda g, v: g.edit_note("a.md", "replace_section", heading=v, content="y"),
+            lambda v: ["edit", "a.md", "--section", v, "--content", "y"],
+            lambda v: (
+                "edit_note",
+                {
+                    "identifier": "a.md",
+                    "operation": "replace_section",
+                    "heading": v,
+                    "content": "y",
+                },
+            ),
+        ),
+        "expected-hash": (
+            limits.EXPECTED_HASH,
+            lambda g, v: g.write_note("a.md", "x", overwrite=True, expected_hash=v),
+            lambda v: ["write", "a.md", "--content", "x", "--overwrite", "--expected-hash", v],
+            lambda v: (
+                "write_note",
+                {"path_or_title": "a.md", "content": "x", "overwrite": True, "expected_hash": v},
+            ),
+        ),
+    }
+
+
+@pytest.mark.anyio
+async def test_every_text_bound_is_one_definition_at_every_door(tmp_path: Path) -> None:
+    """A value one character over its bound is refused by the library, the CLI and the MCP
+    server alike; one at the bound is not refused for its length anywhere."""
+    from mcp import Client
+
+    from contextgraph.mcp_server import create_server
+
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "a.md").write_text("# A\n[[Alpha]] [[Beta]] alpha\n", encoding="utf-8")
+    (vault / "m.py").write_text("def f():\n    return 1\n", encoding="utf-8")  # a file entity
+    database = tmp_path / "g.db"
+    graph = ContextGraph.open(database)
+    graph.sync([vault])
+    before = (vault / "a.md").read_bytes()
+    runner = CliRunner()
+    problems = []
+    async with Client(create_server(str(database))) as client:
+        for label, (bound, call, argv, mcp_call) in _text_cases().items():
+            for value, over in (("x" * bound.high, False), ("x" * (bound.high + 1), True)):
+                where = f"{label} ({len(value)} characters)"
+                try:
+                    call(graph, value)
+                    refused_for_length = False
+                except ContextGraphError as exc:
+                    refused_for_length = "characters long" in str(exc)
+                except Exception as exc:  # the bug: SQLite's "LIKE pattern too complex"
+                    problems.append(f"library {where}: {type(exc).__name__}: {exc}")
+                    continue
+                if refused_for_length != over:
+                    problems.append(f"library {where}: refused for length: {refused_for_length}")
+                result = runner.invoke(cli, ["--db", str(database), *argv(value)])
+                if over and (result.exit_code != 1 or "characters long" not in result.stderr):
+                    problems.append(f"cli {where}: exit {result.exit_code} {result.output[:120]}")
+                if "unexpected error" in result.output or "characters long" in (
+                    "" if over else result.output
+                ):
+                    problems.append(f"cli {where}: {result.output[:120]}")
+                tool, arguments = mcp_call(value)
+                answer = await client.call_tool(tool, arguments)
+                message = _text(answer)
+                if over and not answer.is_error:
+                    problems.append(f"mcp {where}: accepted")
+                if not over and ("at most" in message or "characters long" in message):
+                    problems.append(f"mcp {where}: refused for length: {message[:120]}")
+    graph.close()
+    assert problems == []
+    assert (vault / "a.md").read_bytes() == before  # every edit above was refused
+
+
+def test_a_100_kb_seed_is_one_line_on_a_store_with_code_files(tmp_path: Path) -> None:
+    """A seed is matched against file paths with LIKE; SQLite refuses a pattern over 50 KB
+    ("LIKE or GLOB pattern too complex"), which reached the CLI as an unexpected error."""
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "m.py").write_text("def f():\n    return 1\n", encoding="utf-8")
+    database = tmp_path / "g.db"
+    with ContextGraph.open(database) as graph:
+        graph.sync([vault])
+        with pytest.raises(InvalidArgument):
+            graph.expand(["x" * 100_000])
+    result = CliRunner().invoke(cli, ["--db", str(database), "expand", "x" * 100_000])
+    assert result.exit_code == 1
+    assert "unexpected" not in result.stderr and len(result.stderr.strip().splitlines()) == 1

@@ -33,6 +33,7 @@ from contextgraph.limits import (
     EXPAND_MAX_DEPTH,
     EXPAND_MAX_NODES,
     EXPAND_MAX_SEEDS,
+    NAME,
 )
 from contextgraph.notes.links import normalize
 from contextgraph.settings import Settings
@@ -251,6 +252,8 @@ def expand(
         raise InvalidArgument("give at least one seed entity name")
     if len(clean) > EXPAND_MAX_SEEDS:
         raise InvalidArgument(f"at most {EXPAND_MAX_SEEDS} seeds")
+    for seed in clean:
+        NAME.check(seed)  # and a longer one would pass SQLite's LIKE pattern limit (50 KB)
     EXPAND_MAX_DEPTH.check(max_depth)
     EXPAND_MAX_NODES.check(max_nodes)
     if direction not in EXPAND_DIRECTIONS:

@@ -12,10 +12,11 @@ from typing import Any
 from sqlalchemy import Connection, Engine, insert, select
 
 from contextgraph.errors import InvalidArgument, NotFound, SourceError
+from contextgraph.limits import SOURCE_NAME
 from contextgraph.store import db
 from contextgraph.store.models import T_SOURCES
 
-_NAME_RE = re.compile(r"^[^/\\\x00-\x1f]{1,200}$")
+_NAME_RE = re.compile(rf"^[^/\\\x00-\x1f]{{1,{SOURCE_NAME.high}}}$")
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def register(engine: Engine, root: str | os.PathLike[str], name: str | None = No
     """
     resolved = check_root(root)
     chosen = name if name is not None else (resolved.name or "root")
-    if not _NAME_RE.match(chosen) or chosen.strip() != chosen:
+    if not _NAME_RE.match(SOURCE_NAME.check(chosen)) or chosen.strip() != chosen:
         raise InvalidArgument(f"invalid source name {chosen!r}: no slashes or control characters")
     with db.write(engine) as conn:
         rows = conn.execute(select(T_SOURCES.c.id, T_SOURCES.c.name, T_SOURCES.c.root)).all()

@@ -27,7 +27,14 @@ from sqlalchemy import Engine, select
 
 from contextgraph.errors import Conflict, InvalidArgument, NotFound, UnsafePath
 from contextgraph.graph.read import check_relative, confine, resolve
-from contextgraph.limits import EDIT_COUNT, MAX_PATH_CHARS
+from contextgraph.limits import (
+    EDIT_COUNT,
+    EDIT_FIND,
+    EDIT_HEADING,
+    EXPECTED_HASH,
+    MAX_PATH_CHARS,
+    NOTE_TEXT,
+)
 from contextgraph.settings import Settings
 from contextgraph.store import db
 from contextgraph.store.identity import URI_PREFIX, content_hash, file_uri
@@ -348,6 +355,7 @@ def _make_folders(info: SourceInfo, rel: str, database: Path | None) -> None:
 def _encode(content: str, settings: Settings) -> bytes:
     if not isinstance(content, str):
         raise InvalidArgument(f"content must be text, not {type(content).__name__}")
+    NOTE_TEXT.check(content)
     if "\x00" in content:
         raise InvalidArgument("content contains NUL characters: notes are text")
     data = content.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode("utf-8")
@@ -383,6 +391,7 @@ def _current_bytes(target: str, rel: str) -> bytes | None:
 def _check_expected(current: bytes | None, expected_hash: str | None, rel: str) -> None:
     if expected_hash is None:
         return
+    EXPECTED_HASH.check(expected_hash)
     if current is None:
         raise Conflict(f"{rel} was deleted since it was read: nothing written")
     actual = content_hash(current)
@@ -444,6 +453,7 @@ def _edited(
     if operation == "replace_text":
         if not find:
             raise InvalidArgument("replace_text needs the text to find")
+        EDIT_FIND.check(find)
         if replace is None:
             raise InvalidArgument("replace_text needs the replacement text")
         EDIT_COUNT.check(count)
@@ -465,6 +475,7 @@ def _edited(
         return head + content + joiner + body
     if not heading or not heading.strip("# \t"):
         raise InvalidArgument("replace_section needs a heading")
+    EDIT_HEADING.check(heading)
     return _replace_section(text, heading, content)
 
 
