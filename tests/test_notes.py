@@ -146,3 +146,18 @@ def test_read_by_title_folds_case_and_normalization_beyond_ascii(
         assert store.read(title).path == "Cafe\u0301.md", title
     with pytest.raises(NotFound):
         store.read("eclair")  # a different letter is still a different title
+
+
+def test_a_frontmatter_title_with_surrounding_blanks_reads_by_its_words(
+    store: ContextGraph, vault: Path, write: Writer
+) -> None:
+    """YAML keeps a quoted title's blanks and a block scalar's final newline (Dendron's vault
+    has both); search shows such a title stripped, and read must find the note by it."""
+    write("spaced.md", '---\ntitle: "How to know everything "\n---\n[[Knowing]]')
+    write("folded.md", "---\ntitle: >\n  10,000 Tables\n---\n[[Tables]]")
+    store.sync([vault], name="v")
+    hits = {h.path: h.title for h in store.search("everything tables").hits}
+    assert hits == {"spaced.md": "How to know everything", "folded.md": "10,000 Tables"}
+    for path, title in hits.items():
+        assert store.read(title).path == path
+        assert store.read(title.lower() + " ").path == path

@@ -114,7 +114,8 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
     titled = conn.execute(
         base.where(
             or_(
-                func.lower(T_FILES.c.title).like(pattern, escape="\\"),
+                # a title as YAML keeps it may have blanks around it (search shows it stripped)
+                func.lower(T_FILES.c.title).like("%" + pattern + "%", escape="\\"),
                 func.lower(T_FILES.c.path).like("%" + pattern + "%", escape="\\"),
             )
         ).order_by(T_SOURCES.c.name, T_FILES.c.path)
@@ -143,7 +144,7 @@ def _narrowing_pattern(identifier: str) -> str:
 
 
 def _names_title(row: Any, folded: str, composed: str) -> bool:
-    if row.title is not None and _fold(row.title) == folded:
+    if row.title is not None and _fold(row.title.strip()) == folded:
         return True
     if unicodedata.normalize("NFC", row.path) == composed:
         return True
