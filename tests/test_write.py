@@ -456,3 +456,12 @@ def test_after_any_writes_the_store_equals_a_from_scratch_sync(
     finally:
         fresh.close()
         live.close()
+
+
+def test_a_conflict_names_the_expected_hash_on_one_line(graph: ContextGraph) -> None:
+    """The hash a caller passed is echoed in the refusal; a line break in it must not split
+    the CLI's one-line error."""
+    with pytest.raises(Conflict) as caught:
+        graph.write_note("seed.md", "mine", overwrite=True, expected_hash="a\nb\x1b[31m")
+    assert "\n" not in str(caught.value) and "\x1b" not in str(caught.value)
+    assert "seed.md" in str(caught.value)

@@ -397,7 +397,7 @@ def _check_expected(current: bytes | None, expected_hash: str | None, rel: str) 
     actual = content_hash(current)
     if actual != expected_hash.strip().lower():
         raise Conflict(
-            f"{rel} changed since it was read (hash {actual}, expected {expected_hash[:64]}): "
+            f"{rel} changed since it was read (hash {actual}, expected {expected_hash[:64]!r}): "
             "read it again and redo the change"
         )
 
