@@ -582,3 +582,79 @@ def test_ten_thousand_files_in_one_folder(
     assert len(hub.direct_relations) == 50
     assert all(r.co_occurrence_count == 200 for r in hub.direct_relations)
     assert_sound(store, vault, tmp_path)
+
+
+def test_a_note_replaced_by_a_named_pipe_is_refused_not_waited_on(
+    store: ContextGraph, vault: Path, control: Path, write: Writer, tmp_path: Path
+) -> None:
+    """Opening a FIFO for reading waits for a writer, forever: read, edit and the other note
+    writes must see it is no regular file instead (the sync already skips it)."""
+    import threading
+
+    from contextgraph import ContextGraphError
+
+    note = write("pipe.md", "[[Pipe]] [[Flow]]")
+    store.sync([vault])
+    note.unlink()
+    os.mkfifo(note)  # swapped after the sync: the store still lists pipe.md
+    calls: dict[str, Callable[[], Any]] = {
+        "read": lambda: store.read("pipe.md"),
+        "edit": lambda: store.edit_note("pipe.md", "append", content="more"),
+        "write": lambda: store.write_note("pipe.md", "new", overwrite=True),
+    }
+    outcome: dict[str, str] = {}
+
+    def attempt(name: str, call: Callable[[], Any]) -> None:
+        try:
+            call()
+            outcome[name] = "answered"
+        except ContextGraphError as exc:
+            outcome[name] = f"refused: {exc}"
+
+    for name, call in calls.items():
+        worker = threading.Thread(target=attempt, args=(name, call), daemon=True)
+        worker.start()
+        worker.join(20)
+        if worker.is_alive():  # free the stuck open() before failing
+            os.close(os.open(note, os.O_WRONLY | os.O_NONBLOCK))
+            worker.join(5)
+            outcome[name] = "hung on the pipe"
+    assert {k: v.startswith("refused") for k, v in outcome.items()} == dict.fromkeys(calls, True)
+    assert outcome["read"].endswith("not a regular file"), outcome
+    store.sync()
+    assert "pipe.md" not in stored_paths(store)
+    assert_sound(store, vault, tmp_path)
+
+
+def test_a_file_swapped_for_a_named_pipe_between_scan_and_read_fails_without_a_hang(
+    store: ContextGraph,
+    vault: Path,
+    control: Path,
+    write: Writer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The scan saw a regular file; the read meets a FIFO, whose open would wait for a writer
+    while the sync holds its lock."""
+    import threading
+
+    piped = write("piped.md", "[[Piped]] [[Control Alpha]]")
+
+    def swap() -> None:
+        piped.unlink()
+        os.mkfifo(piped)
+
+    monkeypatch.setattr(sync_module, "scan", _scan_then(swap))
+    reports: list[SyncReport] = []
+    worker = threading.Thread(target=lambda: reports.append(store.sync([vault])), daemon=True)
+    worker.start()
+    worker.join(60)
+    if worker.is_alive():  # free the stuck open() before failing
+        os.close(os.open(piped, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(30)
+        pytest.fail("the sync hung on the named pipe")
+    failed = {p.path: p.reason for p in reports[0].failed}
+    assert "not a regular file" in failed["piped.md"]
+    assert stored_paths(store) == {"control.md"}
+    monkeypatch.undo()
+    assert_sound(store, vault, tmp_path)

@@ -10,8 +10,10 @@ smuggle a separator past the checks.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import time
 import unicodedata
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ from sqlalchemy import Connection, Engine, func, or_, select, update
 from contextgraph.errors import InvalidArgument, NotFound, UnsafePath
 from contextgraph.store import db
 from contextgraph.store.dialect import greatest
-from contextgraph.store.identity import URI_PREFIX, content_hash, file_uri
+from contextgraph.store.identity import URI_PREFIX, content_hash, file_uri, nonblocking
 from contextgraph.store.meta import bump_version
 from contextgraph.store.models import T_ENTITIES, T_FILES, T_MENTIONS, T_SOURCES
 
@@ -241,11 +243,22 @@ def confine(root: Path, rel: str, database: Path | None) -> str:
     return target
 
 
+def read_regular(target: str) -> bytes:
+    """The bytes of the regular file at ``target``, else OSError (IsADirectoryError for a
+    folder), opened without blocking (:func:`nonblocking`)."""
+    with open(target, "rb", opener=nonblocking) as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), target)
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file", target)
+        return handle.read()
+
+
 def _read_inside(root: Path, rel: str, database: Path | None) -> bytes:
     target = confine(root, rel, database)
     try:
-        with open(target, "rb") as handle:
-            data = handle.read()
+        data = read_regular(target)
     except FileNotFoundError as exc:
         raise NotFound(f"{rel} is gone from disk: sync its source again") from exc
     except OSError as exc:

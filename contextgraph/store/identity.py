@@ -1,4 +1,5 @@
-"""How the store names a file: its ``memory://<source>/<path>`` URI and the hash of its bytes.
+"""How the store names a file: its ``memory://<source>/<path>`` URI and the hash of its bytes
+(and how those bytes are opened: never waiting on a named pipe).
 
 URIs are built in Python and in SQL the same way.
 """
@@ -6,6 +7,7 @@ URIs are built in Python and in SQL the same way.
 from __future__ import annotations
 
 import hashlib
+import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -33,4 +35,11 @@ def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-__all__ = ["URI_PREFIX", "content_hash", "file_uri", "file_uri_sql"]
+def nonblocking(path: str, flags: int) -> int:
+    """An ``open`` opener that never waits: a named pipe put in a file's place would otherwise
+    hold the open until some writer came, forever (a regular file ignores the flag). Whoever
+    reads through it checks, with ``fstat``, that it got a regular file."""
+    return os.open(path, flags | os.O_NONBLOCK)
+
+
+__all__ = ["URI_PREFIX", "content_hash", "file_uri", "file_uri_sql", "nonblocking"]

@@ -7,10 +7,11 @@ in a process pool) and writes the results in short transactions.
 from __future__ import annotations
 
 import os
+import stat
 from typing import Literal, NamedTuple
 
 from contextgraph.graph.searchterms import identifier_parts, meta_terms_of
-from contextgraph.store.identity import content_hash
+from contextgraph.store.identity import content_hash, nonblocking
 
 Status = Literal["new", "same", "failed"]
 
@@ -54,8 +55,14 @@ class Prepared(NamedTuple):
 def prepare(job: Job) -> Prepared:
     """Read the file behind ``job`` and, if its content changed, extract what it holds."""
     try:
-        with open(job.abspath, "rb") as handle:
+        # Without blocking: a named pipe swapped in since the scan would hold the open (and the
+        # sync's lock) until some writer came.
+        with open(job.abspath, "rb", opener=nonblocking) as handle:
             st = os.fstat(handle.fileno())
+            if stat.S_ISDIR(st.st_mode):
+                return Prepared(job.path, job.kind, "failed", "is a folder")
+            if not stat.S_ISREG(st.st_mode):
+                return Prepared(job.path, job.kind, "failed", "not a regular file")
             if st.st_size > job.max_bytes:
                 return Prepared(job.path, job.kind, "failed", f"larger than {job.max_bytes} bytes")
             # Read what fstat promises plus one byte, not max_bytes + 1: ``read(n)`` allocates n

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from sqlalchemy import Engine, select
 
 from contextgraph.errors import Conflict, InvalidArgument, NotFound, UnsafePath
-from contextgraph.graph.read import check_relative, confine, resolve
+from contextgraph.graph.read import check_relative, confine, read_regular, resolve
 from contextgraph.limits import (
     EDIT_COUNT,
     EDIT_FIND,
@@ -378,8 +378,7 @@ def _stored_note(
 
 def _current_bytes(target: str, rel: str) -> bytes | None:
     try:
-        with open(target, "rb") as handle:
-            return handle.read()
+        return read_regular(target)
     except FileNotFoundError:
         return None
     except IsADirectoryError as exc:
