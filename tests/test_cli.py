@@ -337,3 +337,31 @@ def test_facade_gives_typed_stats_communities_and_schema_methods(
         assert history[0].down_revision is None
     _, out, _ = invoke(runner, db_path, "db", "history")
     assert out.splitlines()[0].startswith(f"{history[0].revision}: ")
+
+
+def test_control_characters_in_names_never_reach_the_terminal_raw(
+    runner: CliRunner, db_path: Path, vault: Path
+) -> None:
+    """A file or concept name may hold a line break or an escape sequence (a cloned repository
+    is anyone's); the text output writes them escaped, so each URI stays on its line and
+    nothing recolours or retitles the terminal."""
+    evil = "\x1b]0;owned\x07"
+    (vault / "ctl\x1b[31m.md").write_text(f"[[Alpha]] [[Esc{evil}]] words\n", encoding="utf-8")
+    (vault / "line\nbreak.md").write_text("[[Alpha]] [[Beta]] words\n", encoding="utf-8")
+    (vault / "m.py").write_text("def f():\n    return 1\n", encoding="utf-8")
+    assert runner.invoke(cli, ["--db", str(db_path), "sync", str(vault)]).exit_code == 0
+    for args in (
+        ["search", "words"],
+        ["retrieve", "words"],
+        ["context", "alpha"],
+        ["context", f"esc{evil}"],
+        ["expand", "alpha"],
+        ["write", "new.md", "--content", "[[Alpha]] [[Bell\x07]]"],
+    ):
+        result = runner.invoke(cli, ["--db", str(db_path), *args])
+        assert result.exit_code == 0, (args, result.output)
+        assert "\x1b" not in result.output and "\x07" not in result.output, (args, result.output)
+        assert "memory://vault/line\n" not in result.output, args
+    found = runner.invoke(cli, ["--db", str(db_path), "search", "words", "--json"])
+    uris = {hit["uri"] for hit in json.loads(found.stdout)["hits"]}  # JSON keeps them exact
+    assert {"memory://vault/ctl\x1b[31m.md", "memory://vault/line\nbreak.md"} <= uris

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -147,6 +148,16 @@ def open_graph(ctx: click.Context, *, create: bool = False) -> Iterator[ContextG
 
 def int_range(bound: Bound) -> click.IntRange:
     return click.IntRange(bound.low, bound.high)
+
+
+_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # a tab is harmless
+
+
+def shown(text: str) -> str:
+    """``text`` for one line of a terminal: control characters but the tab (a line break, or
+    an escape sequence that would recolour or retitle the terminal, in a file or concept name
+    or a snippet of a file) are written as their Python escapes (``\\n``, ``\\x1b``)."""
+    return _CONTROLS.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def emit_json(data: Any) -> None:

@@ -15,6 +15,7 @@ from contextgraph.cli.base import (
     emit_json,
     json_option,
     open_graph,
+    shown,
 )
 
 if TYPE_CHECKING:
@@ -89,9 +90,13 @@ def _print_sync(report: SyncReport) -> None:
     if report.communities is not None:
         click.echo(f"{report.communities} communities, modularity {report.modularity:.3f}")
     for problem in report.failed:
-        click.echo(f"failed: {problem.source}/{problem.path}: {problem.reason}", err=True)
+        click.echo(
+            f"failed: {shown(problem.source + '/' + problem.path)}: {problem.reason}", err=True
+        )
     for problem in report.warnings:
-        click.echo(f"warning: {problem.source}/{problem.path}: {problem.reason}", err=True)
+        click.echo(
+            f"warning: {shown(problem.source + '/' + problem.path)}: {problem.reason}", err=True
+        )
     seconds = ", ".join(f"{k} {v:.2f}s" for k, v in data["seconds"].items())
     click.echo(f"time: {seconds}")
 

@@ -11,6 +11,7 @@ from contextgraph.cli.base import (
     int_range,
     json_option,
     open_graph,
+    shown,
 )
 from contextgraph.limits import (
     CONTEXT_DEPTH,
@@ -56,27 +57,30 @@ def context(
         emit_json(result.as_dict())
         return
     community = "" if result.community_id is None else f" (community {result.community_id})"
-    click.echo(f"{result.concept_name}{community}")
+    click.echo(f"{shown(result.concept_name)}{community}")
     if not result.direct_relations:
         click.echo("  no relations (unknown concept or empty graph)")
     for r in result.direct_relations:
         click.echo(
-            f"  {r.name}: score {r.weighted_score:.3f} "
+            f"  {shown(r.name)}: score {r.weighted_score:.3f} "
             f"(co-occurs {r.co_occurrence_count}x, decay {r.decay_weight:.3f})"
         )
         for uri in r.files:
-            click.echo(f"      {uri}")
+            click.echo(f"      {shown(uri)}")
             if r.content_preview and uri in r.content_preview:
-                click.echo(f"        {r.content_preview[uri]}")
+                click.echo(f"        {shown(r.content_preview[uri])}")
     if result.expanded_relations:
         click.echo("expanded:")
         for e in result.expanded_relations:
-            click.echo(f"  {e.name} (depth {e.depth} via {e.via}): score {e.weighted_score:.3f}")
+            click.echo(
+                f"  {shown(e.name)} (depth {e.depth} via {shown(e.via)}): "
+                f"score {e.weighted_score:.3f}"
+            )
     if result.community_siblings:
         click.echo("community siblings:")
         for s in result.community_siblings:
             click.echo(
-                f"  {s.name}: {s.shared_neighbor_count} shared neighbours, "
+                f"  {shown(s.name)}: {s.shared_neighbor_count} shared neighbours, "
                 f"overlap {s.normalized_overlap:.2f}"
             )
 
@@ -123,11 +127,12 @@ def expand(
     if not result.matched:
         click.echo("no entity matches the seeds")
         return
-    click.echo(f"seeds matched: {', '.join(result.matched)}")
+    click.echo(f"seeds matched: {shown(', '.join(result.matched))}")
     for r in result.results:
-        where = f" ({r.path})" if r.path and r.path != r.entity else ""
+        where = f" ({shown(r.path)})" if r.path and r.path != r.entity else ""
         click.echo(
-            f"  d{r.depth} {r.entity} [{r.kind}]{where} {r.relationship_type} via {r.via}"
+            f"  d{r.depth} {shown(r.entity)} [{r.kind}]{where} {r.relationship_type} "
+            f"via {r.via if r.via is None else shown(r.via)}"
             f" score {r.score:.3f}"
         )
 
@@ -165,8 +170,8 @@ def search(
         return
     click.echo(f"{result.total} matches (page {result.page})")
     for hit in result.hits:
-        click.echo(f"  {hit.uri}  score {hit.score:.3f}")
-        click.echo(f"      {hit.snippet}")
+        click.echo(f"  {shown(hit.uri)}  score {hit.score:.3f}")
+        click.echo(f"      {shown(hit.snippet)}")
 
 
 @click.command(cls=Command)
@@ -217,12 +222,12 @@ def retrieve(
     if not result.items:
         click.echo("nothing found")
     for item in result.items:
-        click.echo(f"{item.rank}. {item.uri}  [{item.kind}] score {item.score:.3f}")
+        click.echo(f"{item.rank}. {shown(item.uri)}  [{item.kind}] score {item.score:.3f}")
         for reason in item.why:
-            click.echo(f"     - {reason}")
+            click.echo(f"     - {shown(reason)}")
         if item.excerpt:
             for line in item.excerpt.splitlines():
-                click.echo(f"       {line}")
+                click.echo(f"       {shown(line)}")
     cut = ", truncated" if result.truncated else ""
     click.echo(f"~{result.tokens} tokens of excerpts (budget {result.budget_tokens}{cut})")
 

@@ -13,6 +13,7 @@ from contextgraph.cli.base import (
     emit_json,
     json_option,
     open_graph,
+    shown,
 )
 
 _expected_hash_option = click.option(
@@ -28,8 +29,11 @@ def _emit_written(written: Any, as_json: bool) -> None:
         emit_json(written.as_dict())
         return
     concepts = ", ".join(written.concepts) or "none"
-    moved = f" (was {written.previous_uri})" if written.previous_uri else ""
-    click.echo(f"{written.action} {written.uri}{moved}: hash {written.hash}, concepts: {concepts}")
+    moved = f" (was {shown(written.previous_uri)})" if written.previous_uri else ""
+    click.echo(
+        f"{written.action} {shown(written.uri)}{moved}: hash {written.hash}, "
+        f"concepts: {shown(concepts)}"
+    )
     for warning in written.warnings:
         click.echo(f"warning: {warning}", err=True)
 

@@ -24,13 +24,13 @@ from typing import Any
 from sqlalchemy import Connection, Engine, func, or_, select, update
 
 from contextgraph.errors import InvalidArgument, NotFound, UnsafePath
+from contextgraph.limits import MAX_PATH_CHARS
 from contextgraph.store import db
 from contextgraph.store.dialect import greatest
 from contextgraph.store.identity import URI_PREFIX, content_hash, file_uri, nonblocking
 from contextgraph.store.meta import bump_version
 from contextgraph.store.models import T_ENTITIES, T_FILES, T_MENTIONS, T_SOURCES
 
-MAX_IDENTIFIER = 4096
 _ENCODED = re.compile(r"%(?:2e|2f|5c|00|25)", re.IGNORECASE)
 
 
@@ -68,7 +68,7 @@ def _iso(epoch: float | None) -> str | None:
 
 def check_relative(path: str) -> str:
     """Validate a source-relative path; return it in posix form or raise UnsafePath."""
-    if not path or len(path) > MAX_IDENTIFIER:
+    if not path or len(path) > MAX_PATH_CHARS:
         raise UnsafePath("the path is empty or too long")
     if "\x00" in path:
         raise UnsafePath("the path contains a NUL byte")
