@@ -465,3 +465,25 @@ def test_a_conflict_names_the_expected_hash_on_one_line(graph: ContextGraph) -> 
         graph.write_note("seed.md", "mine", overwrite=True, expected_hash="a\nb\x1b[31m")
     assert "\n" not in str(caught.value) and "\x1b" not in str(caught.value)
     assert "seed.md" in str(caught.value)
+
+
+def test_the_note_tools_never_change_a_code_file(store: ContextGraph, vault: Path) -> None:
+    """Paths of the write tools must end in .md (SPEC §14); a code file of a synced source is
+    readable, but edit, move and delete refuse it and leave it as it was."""
+    code = vault / "app.py"
+    code.write_text("def main():\n    return 1\n", encoding="utf-8")
+    (vault / "note.md").write_text("[[App]]\n", encoding="utf-8")
+    store.sync([vault])
+    assert store.read("app.py").content.startswith("def main")
+    calls = {
+        "edit": lambda: store.edit_note("app.py", "append", content="# more"),
+        "move to .md": lambda: store.move_note("app.py", "app.md"),
+        "move by title": lambda: store.move_note("app", "moved.md"),
+        "delete": lambda: store.delete_note("memory://vault/app.py"),
+    }
+    for name, call in calls.items():
+        with pytest.raises(InvalidArgument, match="not a note"):
+            call()
+        assert code.read_text(encoding="utf-8") == "def main():\n    return 1\n", name
+    assert not (vault / "app.md").exists() and not (vault / "moved.md").exists()
+    assert store.read("app.py").path == "app.py"

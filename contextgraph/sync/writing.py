@@ -178,7 +178,7 @@ def edit_note(
         raise InvalidArgument(
             f"operation must be one of {', '.join(OPERATIONS)}, not {operation!r}"
         )
-    row = resolve(engine, identifier)
+    row = _resolve_note(engine, identifier)
     info = _source(engine, row.source)
     database = db.database_path(engine)
     with _locked(engine):
@@ -208,7 +208,7 @@ def move_note(
     expected_hash: str | None = None,
 ) -> Written:
     """Rename a note within its source (never over an existing file); the store keeps its reads."""
-    row = resolve(engine, identifier)
+    row = _resolve_note(engine, identifier)
     info = _source(engine, row.source)
     if not isinstance(new_path, str) or not new_path.strip():
         raise InvalidArgument("give the new path, relative to the note's source")
@@ -250,7 +250,7 @@ def delete_note(
     expected_hash: str | None = None,
 ) -> Written:
     """Delete a note's file and retract it from the store."""
-    row = resolve(engine, identifier)
+    row = _resolve_note(engine, identifier)
     info = _source(engine, row.source)
     database = db.database_path(engine)
     with _locked(engine):
@@ -307,6 +307,16 @@ def _source(engine: Engine, name: str | None) -> SourceInfo:
         names = ", ".join(s.name for s in sources[:10])
         raise InvalidArgument(f"several sources ({names}): say which one with source")
     return sources[0]
+
+
+def _resolve_note(engine: Engine, identifier: str) -> Any:
+    """The stored note ``identifier`` names; a code file is read, never changed, by note tools."""
+    row = resolve(engine, identifier)
+    if file_kind(PurePosixPath(row.path).name) != "note":
+        raise InvalidArgument(
+            f"{row.path[:200]!r} is not a note: the note tools change .md files only"
+        )
+    return row
 
 
 def _note_path(path: str) -> str:
