@@ -144,6 +144,51 @@ def test_expansion_is_layered_with_the_strongest_via(layered: ContextGraph) -> N
     assert d.weighted_score == pytest.approx(2 * (1 + OLD_WEIGHT) / 2)
 
 
+HALF = "2026-10-29"  # age 32 days at NOW: weight (32 - 28) ** -0.5 = 0.5 exactly
+
+
+@pytest.fixture
+def score_tie(store: ContextGraph, vault: Path, write: Writer) -> ContextGraph:
+    # Two hops out through f: b in three notes of weight 0.5, a in one of weight 1.0 and one of
+    # 0.5. Both score 1.5; b has the higher count, a the first name.
+    write("qf.md", "[[q]] [[f]]", created=FRESH)
+    for i in range(3):
+        write(f"fb{i}.md", "[[f]] [[b]]", created=HALF)
+    write("fa1.md", "[[f]] [[a]]", created=FRESH)
+    write("fa2.md", "[[f]] [[a]]", created=HALF)
+    store.sync([vault])
+    return store
+
+
+@pytest.mark.parametrize("prefix_rows", [1, 2, 1024])
+@pytest.mark.parametrize("first_ranks", [1, 32])
+def test_expansion_ranks_by_score_then_name_a_count_breaks_no_tie(
+    score_tie: ContextGraph, monkeypatch: pytest.MonkeyPatch, prefix_rows: int, first_ranks: int
+) -> None:
+    """SPEC §5: candidates by weightedScore (of the via edge) desc, then name; unlike direct
+    relations, no count between the two. f's own list ranks b first (its count), and a merge of
+    such lists must still give a first, whatever part of a list is fetched or ranked at once."""
+    from contextgraph.graph import neighbourhood
+    from contextgraph.graph.neighbourhood import Neighbourhoods
+
+    monkeypatch.setattr(neighbourhood, "PREFIX_ROWS", prefix_rows)
+    monkeypatch.setattr(neighbourhood, "FIRST_RANKS", first_ranks)
+    monkeypatch.setattr(Neighbourhoods, "_states", {})
+    direct = score_tie.build_context("f", depth=1).direct_relations
+    assert [(r.name, r.co_occurrence_count, r.weighted_score) for r in direct] == [
+        ("b", 3, 1.5),
+        ("a", 2, 1.5),
+        ("q", 1, 1.0),
+    ]
+    expanded = score_tie.build_context("q").expanded_relations
+    assert [(e.name, e.via, e.co_occurrence_count, e.weighted_score) for e in expanded] == [
+        ("a", "f", 2, 1.5),
+        ("b", "f", 3, 1.5),
+    ]
+    cut = score_tie.build_context("q", max_entities=1).expanded_relations
+    assert [e.name for e in cut] == ["a"]
+
+
 def test_expanded_relations_respect_max_entities_over_all_hops(layered: ContextGraph) -> None:
     result = layered.build_context("q", depth=3, max_entities=2)
     assert [e.name for e in result.expanded_relations] == ["d", "e"]

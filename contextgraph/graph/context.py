@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,12 @@ from sqlalchemy import Connection, Select, bindparam, func, select
 
 from contextgraph.errors import InvalidArgument
 from contextgraph.graph.decay import reference_sql
-from contextgraph.graph.neighbourhood import Neighbourhoods, cooccurrences, weighted_score
+from contextgraph.graph.neighbourhood import (
+    Neighbourhoods,
+    Scored,
+    cooccurrences,
+    weighted_score,
+)
 from contextgraph.limits import CONTEXT_DEPTH, CONTEXT_MAX_ENTITIES
 from contextgraph.notes.links import normalize
 from contextgraph.settings import Settings
@@ -298,8 +304,8 @@ def _expand(
 
     Per hop: the unseen neighbours of the frontier, each with the frontier neighbour it shares
     the highest count with as ``via`` (ties: name); ranked by the weightedScore of that edge,
-    then name; as many as fit. The frontier lists are each sorted by score, so a k-way merge
-    yields candidates in the final order and stops as soon as the hop is full.
+    then name; as many as fit. Each frontier list is read in that order (:func:`_by_score`), so a
+    k-way merge yields candidates in the final order and stops as soon as the hop is full.
     """
     out: list[ExpandedRelation] = []
     seen = set(seen)
@@ -310,19 +316,21 @@ def _expand(
         lists = {v: nb.ranked(v) for v in frontier}
         lazy = [v for v in frontier if not lists[v].complete]
         names = nb.names(frontier)  # reading a list loads the names of its neighbours too
-        heap: list[tuple[float, str, int, int]] = []
-        for v, sc in lists.items():
-            first = sc.at(0)
+        walks = {v: _by_score(sc, names) for v, sc in lists.items()}
+        # (-score, name, frontier concept, place in its list, candidate): unique from the third on
+        heap: list[tuple[float, str, int, int, int]] = []
+        for v, walk in walks.items():
+            first = next(walk, None)
             if first is not None:
-                heapq.heappush(heap, (-weighted_score(sc.edges[first]), names[first][0], v, 0))
+                heap.append((first[0], first[1], v, 0, first[2]))
+        heapq.heapify(heap)
         kept: list[int] = []
         while heap and len(kept) < budget:
-            _, name, v, index = heapq.heappop(heap)
+            _, name, v, index, c = heapq.heappop(heap)
             sc = lists[v]
-            nxt = sc.at(index + 1)
+            nxt = next(walks[v], None)
             if nxt is not None:
-                heapq.heappush(heap, (-weighted_score(sc.edges[nxt]), names[nxt][0], v, index + 1))
-            c = sc.ranked[index]
+                heapq.heappush(heap, (nxt[0], nxt[1], v, index + 1, nxt[2]))
             if c in seen:
                 continue
             # Counts with every frontier concept: from the complete lists, else stored.
@@ -347,6 +355,30 @@ def _expand(
             kept.append(c)
         frontier = kept
     return tuple(out)
+
+
+def _by_score(
+    sc: Scored, names: dict[int, tuple[str, int | None]]
+) -> Iterator[tuple[float, str, int]]:
+    """(-weightedScore, name, neighbour) of a list, by weightedScore desc, then name.
+
+    The list's own rank (direct relations') puts the higher count first among equal scores; the
+    expansion's does not, so each run of equal scores is sorted again by name (a stable sort:
+    equal names keep their rank). ``names`` is the state's: ranking a stretch names it.
+    """
+    rank = 0
+    n = sc.at(0)
+    while n is not None:
+        score = weighted_score(sc.edges[n])
+        run = [n]
+        rank += 1
+        while (n := sc.at(rank)) is not None and weighted_score(sc.edges[n]) == score:
+            run.append(n)
+            rank += 1
+        if len(run) > 1:
+            run.sort(key=lambda m: names[m][0])
+        for m in run:
+            yield -score, names[m][0], m
 
 
 def community_siblings(
