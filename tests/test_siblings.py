@@ -298,23 +298,24 @@ def test_strengths_from_the_notes_equal_the_sums_of_the_stored_relations(
 
 
 @pytest.mark.sqlite_only
-def test_the_walk_reads_each_neighbours_relations_by_one_end_of_the_key(
+def test_the_walk_reads_each_neighbours_relations_once_not_one_per_candidate(
     graph: ContextGraph,
 ) -> None:
-    """SQLite's plan for the siblings' walk: each neighbour's relations by one end of the key
-    (the primary key's leading a_id, the index's leading b_id), never a scan of the table."""
-    from contextgraph.graph.relationsql import walk_statement
-    from contextgraph.store.sqlcore import _Compiled
+    """SQLite's plan for the siblings' walk: each neighbour's relations by one end of the key,
+    the candidates a list probed per row. Driven by the list instead, the plan looks up every
+    (neighbour, candidate) pair: hundreds of candidates times the neighbours, for each query."""
+    from contextgraph.graph.relationsql import WALK
+    from contextgraph.store.sqlcore import ID_LIST, listed_on_sqlite
 
-    compiled = _Compiled(walk_statement())
+    sql = listed_on_sqlite(WALK.build).sql
     with db.read(graph.engine) as conn:
         plan = [
             str(row[-1])
             for row in conn.exec_driver_sql(
-                "EXPLAIN QUERY PLAN " + compiled.sql, {**compiled.constants, "q": 1, "k": 3}
+                "EXPLAIN QUERY PLAN " + sql, {"q": 1, "k": 3, ID_LIST: "[1, 2, 3]"}
             )
         ]
-    walked = [step for step in plan if step.startswith(("SEARCH r ", "SCAN r "))]
+    walked = [step for step in plan if step.startswith("SEARCH r ")]
     assert walked == [
         "SEARCH r USING PRIMARY KEY (a_id=?)",
         "SEARCH r USING COVERING INDEX ix_concept_relations_b_id_a_id_count (b_id=?)",

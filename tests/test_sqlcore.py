@@ -1,5 +1,6 @@
-"""``store.sqlcore.ForIds``: a statement over an id list gives what Core's own ``IN`` gives, for
-every list size, on both engines (on SQLite the list travels as one JSON array)."""
+"""``store.sqlcore.ForIds`` and ``ForList``: a statement over an id list gives what Core's own
+``IN`` gives, for every list size, on both engines (on SQLite the list travels as one JSON array,
+on PostgreSQL ForList's as one integer array)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Select, bindparam, select
+from sqlalchemy import Connection, Select, bindparam, select
 
 from contextgraph import ContextGraph
-from contextgraph.store import db
+from contextgraph.store import db, sqlcore
 from contextgraph.store.models import T_CREL, T_ENTITIES
-from contextgraph.store.sqlcore import CHUNK, ByIds, ForIds, IdList, chunked
+from contextgraph.store.sqlcore import CHUNK, ByIds, ForIds, ForList, IdList, chunked
 from tests.helpers import Writer
 
 pytestmark = pytest.mark.engines("sqlite", "postgresql")
@@ -87,3 +88,43 @@ def test_sqlite_compiles_one_statement_for_every_list_size(
             assert sorted(r[0] for r in lookup.rows(conn, ids[:size])) == ids[:size]
             seen.add(id(lookup._sqlite))
     assert len(seen) == 1 and "json_each" in str(lookup._sqlite and lookup._sqlite.sql)
+
+
+_PAIRS_AMONG_ALL = ForList(_pairs_among)
+
+
+@pytest.mark.parametrize("size", [1, 17, 3 * CHUNK])
+def test_a_whole_list_gives_cores_own_in_in_one_statement(
+    store: ContextGraph,
+    vault: Path,
+    write: Writer,
+    monkeypatch: pytest.MonkeyPatch,
+    size: int,
+) -> None:
+    """ForList: the rows of Core's IN over the whole list (a pair of ids from two different
+    chunks of it included), with missing ids and repeats, from one execution."""
+    ids = _graph(store, vault, write)
+    wanted = [ids[(i * 5) % len(ids)] if i % 3 else 10_000 + i for i in range(size)]
+    wanted[-1:] = ids  # every id, the last ones far past the first chunk
+    runs: list[int] = []
+    real = Connection.execute
+
+    def counted(self: Connection, *args: Any, **kwargs: Any) -> Any:
+        runs.append(1)
+        return real(self, *args, **kwargs)
+
+    with db.read(store.engine) as conn:
+        a, b = T_CREL.c.a_id, T_CREL.c.b_id
+        query = select(a, b, T_CREL.c.count).where(a.in_(ids), b.in_(ids))
+        expected = sorted(tuple(r) for r in conn.execute(query))
+        assert expected
+        original = sqlcore._Compiled.tuples
+        monkeypatch.setattr(
+            sqlcore._Compiled,
+            "tuples",
+            lambda self, c, values: runs.append(1) or original(self, c, values),
+        )
+        monkeypatch.setattr(Connection, "execute", counted)
+        got = sorted(_PAIRS_AMONG_ALL.rows(conn, wanted, {"least": 1}))
+    assert got == expected
+    assert len(runs) == 1

@@ -35,10 +35,10 @@ from contextgraph.graph.relationsql import (
     RELATION_ROWS,
     RELATIONS_OF,
     STRENGTHS,
+    WALK,
     adjacency_statement,
     members_statement,
     scored_statement,
-    walk_statement,
 )
 from contextgraph.settings import Settings
 from contextgraph.store.meta import graph_version
@@ -294,8 +294,8 @@ class Neighbourhoods:
         - walk the neighbours' adjacency lists in Python when they are cached, or in a process
           that has asked before and would read fewer rows so (:meth:`sibling_way`);
         - else, whichever reads fewer rows (:meth:`walk_is_cheaper`), aggregating in C: walk
-          the neighbours' relations in SQL, keeping the candidates' rows (which sees the part
-          of each member's strength the walk crossed, a lower bound of it: a member whose overlap
+          the neighbours' relations to the candidates in SQL (which sees the part of
+          each member's strength the walk crossed, a lower bound of it: a member whose overlap
           is already below ``min_overlap`` of that part is dropped before its strength is
           read), or match every relation (c, n) of the candidates with (q, n) by its key.
         The answer depends on co-occurrence counts only, so it is cached with the state (which
@@ -311,13 +311,10 @@ class Neighbourhoods:
             out = self._overlaps_by_walking(adjacent, frozenset(candidates), min_shared)
         elif way == "walk":
             found: dict[int, tuple[int, int]] = {}
-            asked = frozenset(candidates)
-            for c, shared, overlap, crossed in compiled_tuples(
-                self.conn, ("walk",), walk_statement, params
-            ):
+            for c, shared, overlap, crossed in WALK.rows(self.conn, candidates, params):
                 # strength ≥ crossed, so overlap / strength ≤ overlap / crossed (also once
                 # rounded: division rounds monotonically), the ratio the caller keeps.
-                if c in asked and overlap / crossed >= min_overlap:
+                if overlap / crossed >= min_overlap:
                     found[int(c)] = (int(shared), int(overlap))
             strength = self.strengths(sorted(found))
             out = {c: (shared, overlap, strength[c]) for c, (shared, overlap) in found.items()}

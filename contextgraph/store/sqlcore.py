@@ -25,9 +25,11 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import (
+    ARRAY,
     ColumnElement,
     CompoundSelect,
     Connection,
+    Integer,
     Select,
     bindparam,
     func,
@@ -77,7 +79,7 @@ class _Compiled:
 
 def listed_on_sqlite(build: Callable[[IdList], Statement]) -> _Compiled:
     """``build(ids)`` compiled for SQLite, ``ids`` being ``SELECT value FROM json_each(:id_list)``:
-    the one text of a :class:`ForIds`, whatever the list's length."""
+    the one text of :class:`ForIds` and :class:`ForList`, whatever the list's length."""
     listed = func.json_each(bindparam(ID_LIST)).table_valued("value")
     return _Compiled(build(select(listed.c.value)))
 
@@ -169,6 +171,36 @@ class ByIds(ForIds):
         super().__init__(lambda ids: query.where(key.in_(ids)))
 
 
+class ForList:
+    """A query over one whole list of integer ids, run once, never in chunks.
+
+    For a statement whose work for one id is not its own: the siblings' walk reads every
+    neighbour's relations and keeps the rows of the candidates, so a run per chunk of
+    candidates would read them all again per chunk. ``build(ids)`` puts ``ids`` in an ``IN``,
+    as for :class:`ForIds`: on SQLite ``SELECT value FROM json_each(:id_list)`` (one JSON array,
+    the text compiled once), on PostgreSQL ``SELECT unnest(:id_list)`` (one integer array, so no
+    bound on the list's length).
+    """
+
+    def __init__(self, build: Callable[[IdList], Query]) -> None:
+        self.build = build
+        self._sqlite: _Compiled | None = None
+        self._postgresql: Query | None = None
+
+    def rows(
+        self, conn: Connection, ids: Sequence[int], params: dict[str, Any]
+    ) -> list[tuple[Any, ...]]:
+        if is_postgresql(conn):
+            if self._postgresql is None:
+                listed = bindparam(ID_LIST, type_=ARRAY(Integer))
+                self._postgresql = self.build(select(func.unnest(listed)))
+            values = {ID_LIST: list(ids), **params}
+            return [tuple(row) for row in conn.execute(self._postgresql, values)]
+        if self._sqlite is None:
+            self._sqlite = listed_on_sqlite(self.build)
+        return self._sqlite.tuples(conn, {ID_LIST: json.dumps(list(ids)), **params})
+
+
 # (statement name, shape...) -> the statement of that shape
 _COMPILED: dict[Hashable, _Compiled] = {}
 _COMPILED_MAX = 512
@@ -244,6 +276,7 @@ __all__ = [
     "ID_LIST",
     "ByIds",
     "ForIds",
+    "ForList",
     "IdList",
     "chunked",
     "compiled_rows",
