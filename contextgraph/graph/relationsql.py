@@ -153,13 +153,17 @@ WALK = ForList(_walk_statement)
 
 
 def _relation_rows_statement(ids: IdList) -> Select[Any]:
-    a, b = T_CREL.c.a_id, T_CREL.c.b_id  # each end read from its own index, nothing else
-    rows = (
-        union_all(select(a).where(a.in_(ids)), select(b).where(b.in_(ids)))
-        .limit(bindparam("cap"))
-        .subquery("rows")
-    )
-    return select(func.count()).select_from(rows)
+    """The relations of the concepts ``ids``, one per end: each end counted from its own index
+    (index entries only). Two plain counts step each entry half as dearly as a capped count of
+    their union (a row handed through a LIMIT: 100 against 50 ns an entry), so the cap is
+    applied between chunks instead (:meth:`~contextgraph.graph.neighbourhood.Neighbourhoods.
+    relation_rows`)."""
+    a, b = T_CREL.c.a_id, T_CREL.c.b_id
+
+    def ends(end: ColumnElement[int]) -> Any:
+        return select(func.count()).select_from(T_CREL).where(end.in_(ids)).scalar_subquery()
+
+    return select(ends(a) + ends(b))
 
 
 RELATION_ROWS = ForIds(_relation_rows_statement)
