@@ -32,6 +32,7 @@ from sqlalchemy import (
 from contextgraph.graph.relationsql import (
     COUNTS,
     OVERLAPS,
+    RELATION_COUNT,
     RELATION_ROWS,
     RELATIONS_OF,
     STRENGTHS,
@@ -398,15 +399,23 @@ class Neighbourhoods:
         return self.relation_rows(candidates, walked) >= walked
 
     def relation_rows(self, ids: list[int], cap: int) -> int:
-        """The relations of the concepts ``ids`` (one per end), counted up to ``cap``: chunk by
-        chunk, stopping once ``cap`` is reached (a chunk counts whole, so at most one chunk's
-        relations past it are counted, at half what a capped count costs an entry)."""
+        """The relations of the concepts ``ids`` (one per end), counted up to ``cap``.
+
+        Up to the other way's rows, the count stops at them (:data:`~contextgraph.graph.
+        relationsql.RELATION_ROWS`); up to :data:`SIBLING_COUNT_CAP` only (a first count, which
+        a real vault's concepts stay far below), whole index ranges are counted chunk by chunk,
+        at half the cost an entry (:data:`~contextgraph.graph.relationsql.RELATION_COUNT`), the
+        cap checked between chunks. Either way the same value: ``min(relations, cap)``."""
         found = 0
         for chunk in chunked(ids):
             if found >= cap:
                 break
-            for (rows,) in RELATION_ROWS.rows(self.conn, chunk):
-                found += int(rows)
+            if cap >= SIBLING_COUNT_CAP:
+                rows = RELATION_COUNT.rows(self.conn, chunk)
+            else:
+                rows = RELATION_ROWS.rows(self.conn, chunk, {"cap": cap - found})
+            for (counted,) in rows:
+                found += int(counted)
         return min(found, cap)
 
     def members(self, community_id: int) -> frozenset[int]:

@@ -153,11 +153,21 @@ WALK = ForList(_walk_statement)
 
 
 def _relation_rows_statement(ids: IdList) -> Select[Any]:
-    """The relations of the concepts ``ids``, one per end: each end counted from its own index
-    (index entries only). Two plain counts step each entry half as dearly as a capped count of
-    their union (a row handed through a LIMIT: 100 against 50 ns an entry), so the cap is
-    applied between chunks instead (:meth:`~contextgraph.graph.neighbourhood.Neighbourhoods.
-    relation_rows`)."""
+    """The relations of the concepts ``ids``, one per end, up to ``:cap``: each end read from
+    its own index (index entries only), stopping at the cap."""
+    a, b = T_CREL.c.a_id, T_CREL.c.b_id
+    rows = (
+        union_all(select(a).where(a.in_(ids)), select(b).where(b.in_(ids)))
+        .limit(bindparam("cap"))
+        .subquery("rows")
+    )
+    return select(func.count()).select_from(rows)
+
+
+def _relation_count_statement(ids: IdList) -> Select[Any]:
+    """The relations of the concepts ``ids``, one per end, all of them: two plain counts of
+    index entries, each half as dear an entry as a capped count (a row handed through a LIMIT:
+    100 against 50 ns), which pays when no cap near the total would stop it early."""
     a, b = T_CREL.c.a_id, T_CREL.c.b_id
 
     def ends(end: ColumnElement[int]) -> Any:
@@ -167,6 +177,7 @@ def _relation_rows_statement(ids: IdList) -> Select[Any]:
 
 
 RELATION_ROWS = ForIds(_relation_rows_statement)
+RELATION_COUNT = ForIds(_relation_count_statement)
 
 
 def scored_statement(settings: Settings, *, prefix: bool = False) -> Select[Any]:
@@ -230,6 +241,7 @@ __all__ = [
     "COUNTS",
     "OVERLAPS",
     "RELATIONS_OF",
+    "RELATION_COUNT",
     "RELATION_ROWS",
     "STRENGTHS",
     "WALK",
