@@ -423,17 +423,22 @@ def _by_score(
     """
     rank = 0
     n = sc.at(0)
+    score = 0.0 if n is None else weighted_score(sc.edges[n])
     while n is not None:
-        score = weighted_score(sc.edges[n])
         run = [n]
         rank += 1
-        while (n := sc.at(rank)) is not None and weighted_score(sc.edges[n]) == score:
+        while (n := sc.at(rank)) is not None:
+            next_score = weighted_score(sc.edges[n])
+            if next_score != score:
+                break
             run.append(n)
             rank += 1
         if len(run) > 1:
             run.sort(key=lambda m: names[m][0])
         for m in run:
             yield -score, names[m][0], m
+        if n is not None:
+            score = next_score
 
 
 def community_siblings(
