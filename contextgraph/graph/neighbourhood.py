@@ -320,8 +320,16 @@ class Neighbourhoods:
             strength = self.strengths(sorted(found))
             out = {c: (shared, overlap, strength[c]) for c, (shared, overlap) in found.items()}
         else:
-            for c, shared, overlap, total in OVERLAPS.rows(self.conn, candidates, params):
-                out[int(c)] = (int(shared), int(overlap), int(total))
+            ends: dict[int, tuple[int, int, int]] = {}  # the sums of a candidate's two ends
+            for c, shared, overlap, total in OVERLAPS.rows(self.conn, candidates, {"q": qid}):
+                known = ends.get(int(c), (0, 0, 0))
+                ends[int(c)] = (
+                    known[0] + int(shared),
+                    known[1] + int(overlap),
+                    known[2] + int(total),
+                )
+            least = params["k"]
+            out = {c: ends[c] for c in sorted(ends) if ends[c][0] >= least}
         self.state.overlaps[key] = out
         self.state.edges += len(out) + 1
         return out

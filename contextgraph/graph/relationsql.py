@@ -83,32 +83,33 @@ def _neighbours_of_q() -> CTE:
     return _relations_of("q").cte("qn").prefix_with("MATERIALIZED")
 
 
-def _overlaps_statement(ids: IdList) -> Select[Any]:
+def _overlaps_statement(ids: IdList) -> CompoundSelect[Any]:
     """(candidate, shared neighbours with ``:q``, Σ min of the two counts, Σ of its counts) for
-    the candidates ``ids`` sharing at least ``:k``: each relation (c, n) of a candidate is
-    matched with ``:q``'s relation to n in ``:q``'s relations, materialized once (a lookup
-    in a few hundred rows, not in the whole table)."""
+    the candidates ``ids``, one row per candidate and end of the key (the caller adds the two):
+    each relation (c, n) of a candidate is matched with ``:q``'s relation to n in ``:q``'s
+    relations, materialized once (a lookup in a few hundred rows, not in the whole table).
+
+    Each end is grouped by itself: its rows come from its own index in key order, so SQLite
+    groups them as they come, where grouping the union sorted every row first (the corpora's
+    matches 7.9 → 5.2 ms each)."""
     r = T_CREL.alias("r")
-    sides = union_all(
-        select(r.c.a_id.label("c"), r.c.b_id.label("n"), r.c.count.label("w")).where(
-            r.c.a_id.in_(ids)
-        ),
-        select(r.c.b_id, r.c.a_id, r.c.count).where(r.c.b_id.in_(ids)),
-    ).subquery("sides")
     qn = _neighbours_of_q()
-    shared = func.count(qn.c.n)
-    return (
-        select(
-            sides.c.c,
-            shared,
-            # An unmatched relation adds 0 (PostgreSQL's LEAST would skip the NULL instead).
-            func.coalesce(func.sum(least(sides.c.w, func.coalesce(qn.c.w, 0))), 0),
-            func.sum(sides.c.w),
+
+    def end(here: ColumnElement[int], there: ColumnElement[int]) -> Select[Any]:
+        return (
+            select(
+                here,
+                func.count(qn.c.n),
+                # An unmatched relation adds 0 (PostgreSQL's LEAST would skip the NULL instead).
+                func.coalesce(func.sum(least(r.c.count, func.coalesce(qn.c.w, 0))), 0),
+                func.sum(r.c.count),
+            )
+            .select_from(r.outerjoin(qn, qn.c.n == there))
+            .where(here.in_(ids))
+            .group_by(here)
         )
-        .select_from(sides.outerjoin(qn, qn.c.n == sides.c.n))
-        .group_by(sides.c.c)
-        .having(shared >= bindparam("k"))
-    )
+
+    return union_all(end(r.c.a_id, r.c.b_id), end(r.c.b_id, r.c.a_id))
 
 
 OVERLAPS = ForIds(_overlaps_statement)
