@@ -328,3 +328,27 @@ def test_the_walk_reads_each_neighbours_relations_once_not_one_per_candidate(
         "SEARCH r USING PRIMARY KEY (a_id=?)",
         "SEARCH r USING COVERING INDEX ix_concept_relations_b_id_a_id_count (b_id=?)",
     ], plan
+
+
+@pytest.mark.sqlite_only
+def test_the_match_groups_each_end_as_its_index_gives_it(graph: ContextGraph) -> None:
+    """SQLite's plan for the siblings' match: each end's relations from its own index, grouped
+    in that order (no sorter over every matched row), and q's relations looked up by key."""
+    from contextgraph.graph.relationsql import OVERLAPS
+    from contextgraph.store.sqlcore import ID_LIST, listed_on_sqlite
+
+    compiled = listed_on_sqlite(OVERLAPS.build)
+    with db.read(graph.engine) as conn:
+        plan = [
+            str(row[-1])
+            for row in conn.exec_driver_sql(
+                "EXPLAIN QUERY PLAN " + compiled.sql,
+                {**compiled.constants, "q": 1, ID_LIST: "[1, 2, 3]"},
+            )
+        ]
+    assert [step for step in plan if step.startswith("SEARCH r ")] == [
+        "SEARCH r USING PRIMARY KEY (a_id=?)",
+        "SEARCH r USING COVERING INDEX ix_concept_relations_b_id_a_id_count (b_id=?)",
+    ], plan
+    assert not [step for step in plan if "TEMP B-TREE" in step], plan
+    assert sum("AUTOMATIC COVERING INDEX (n=?)" in step for step in plan) == 2, plan
