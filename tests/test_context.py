@@ -144,6 +144,127 @@ def test_expansion_is_layered_with_the_strongest_via(layered: ContextGraph) -> N
     assert d.weighted_score == pytest.approx(2 * (1 + OLD_WEIGHT) / 2)
 
 
+HALF = "2026-10-29"  # age 32 days at NOW: weight (32 - 28) ** -0.5 = 0.5 exactly
+
+
+@pytest.fixture
+def score_tie(store: ContextGraph, vault: Path, write: Writer) -> ContextGraph:
+    # Two hops out through f: b in three notes of weight 0.5, a in one of weight 1.0 and one of
+    # 0.5. Both score 1.5; b has the higher count, a the first name.
+    write("qf.md", "[[q]] [[f]]", created=FRESH)
+    for i in range(3):
+        write(f"fb{i}.md", "[[f]] [[b]]", created=HALF)
+    write("fa1.md", "[[f]] [[a]]", created=FRESH)
+    write("fa2.md", "[[f]] [[a]]", created=HALF)
+    store.sync([vault])
+    return store
+
+
+@pytest.mark.parametrize("prefix_rows", [1, 2, 1024])
+@pytest.mark.parametrize("first_ranks", [1, 32])
+def test_expansion_ranks_by_score_then_name_a_count_breaks_no_tie(
+    score_tie: ContextGraph, monkeypatch: pytest.MonkeyPatch, prefix_rows: int, first_ranks: int
+) -> None:
+    """SPEC §5: candidates by weightedScore (of the via edge) desc, then name; unlike direct
+    relations, no count between the two. f's own list ranks b first (its count), and a merge of
+    such lists must still give a first, whatever part of a list is fetched or ranked at once."""
+    from contextgraph.graph import neighbourhood
+    from contextgraph.graph.neighbourhood import Neighbourhoods
+
+    monkeypatch.setattr(neighbourhood, "PREFIX_ROWS", prefix_rows)
+    monkeypatch.setattr(neighbourhood, "FIRST_RANKS", first_ranks)
+    monkeypatch.setattr(Neighbourhoods, "_states", {})
+    direct = score_tie.build_context("f", depth=1).direct_relations
+    assert [(r.name, r.co_occurrence_count, r.weighted_score) for r in direct] == [
+        ("b", 3, 1.5),
+        ("a", 2, 1.5),
+        ("q", 1, 1.0),
+    ]
+    expanded = score_tie.build_context("q").expanded_relations
+    assert [(e.name, e.via, e.co_occurrence_count, e.weighted_score) for e in expanded] == [
+        ("a", "f", 2, 1.5),
+        ("b", "f", 3, 1.5),
+    ]
+    cut = score_tie.build_context("q", max_entities=1).expanded_relations
+    assert [e.name for e in cut] == ["a"]
+
+
+QUARTER = "2026-10-17"  # age 44 days at NOW: weight 16 ** -0.5 = 0.25 exactly
+_WEIGHTS = {FRESH: 1.0, HALF: 0.5, QUARTER: 0.25}  # sums of these are exact in any order
+
+
+def _spec_expansion(
+    notes: list[tuple[set[str], float]], query: str, depth: int, max_entities: int
+) -> list[tuple[str, int, str, int, float]]:
+    """SPEC §5's expandedRelations, by brute force over the notes (concepts, weight)."""
+    count: dict[tuple[str, str], int] = {}
+    total: dict[tuple[str, str], float] = {}
+    for concepts, weight in notes:
+        for x in concepts:
+            for y in concepts - {x}:
+                count[x, y] = count.get((x, y), 0) + 1
+                total[x, y] = total.get((x, y), 0.0) + weight
+
+    def neighbours(x: str) -> set[str]:
+        return {y for (a, y) in count if a == x}
+
+    def score(x: str, y: str) -> float:
+        return count[x, y] * (total[x, y] / count[x, y])
+
+    direct = neighbours(query)
+    frontier = sorted(direct, key=lambda n: (-count[query, n], n))[:5]
+    seen = {query, *direct}
+    out: list[tuple[str, int, str, int, float]] = []
+    for hop in range(2, depth + 1):
+        candidates = {c for v in frontier for c in neighbours(v)} - seen
+        via = {
+            c: min((u for u in frontier if (u, c) in count), key=lambda u: (-count[u, c], u))
+            for c in candidates
+        }
+        ranked = sorted(candidates, key=lambda c: (-score(via[c], c), c))
+        kept = ranked[: max_entities - len(out)]
+        out += [(c, hop, via[c], count[via[c], c], score(via[c], c)) for c in kept]
+        seen.update(kept)
+        frontier = kept
+        if not frontier or len(out) >= max_entities:
+            break
+    return out
+
+
+@pytest.mark.parametrize("prefix_rows", [1, 3, 1024])
+def test_expansion_equals_the_spec_by_brute_force(
+    store: ContextGraph,
+    vault: Path,
+    write: Writer,
+    monkeypatch: pytest.MonkeyPatch,
+    prefix_rows: int,
+) -> None:
+    """A random graph of many score ties (weights 1, 0.5 and 0.25): every expansion, whether
+    the frontier lists are whole or prefixes, is SPEC §5's by brute force."""
+    import random
+
+    from contextgraph.graph import neighbourhood
+    from contextgraph.graph.neighbourhood import Neighbourhoods
+
+    rnd = random.Random(1)
+    names = [f"c{i:02d}" for i in range(14)]
+    notes: list[tuple[set[str], float]] = []
+    for i in range(70):
+        concepts = set(rnd.sample(names, rnd.choice((2, 2, 3, 4))))
+        created = rnd.choice(list(_WEIGHTS))
+        write(f"n{i:03d}.md", " ".join(f"[[{c}]]" for c in sorted(concepts)), created=created)
+        notes.append((concepts, _WEIGHTS[created]))
+    store.sync([vault])
+    monkeypatch.setattr(neighbourhood, "PREFIX_ROWS", prefix_rows)
+    for query in names:
+        for depth, size in ((2, 20), (2, 3), (3, 6), (4, 40)):
+            monkeypatch.setattr(Neighbourhoods, "_states", {})
+            got = store.build_context(query, depth=depth, max_entities=size).expanded_relations
+            assert [
+                (e.name, e.depth, e.via, e.co_occurrence_count, e.weighted_score) for e in got
+            ] == _spec_expansion(notes, query, depth, size), (query, depth, size)
+
+
 def test_expanded_relations_respect_max_entities_over_all_hops(layered: ContextGraph) -> None:
     result = layered.build_context("q", depth=3, max_entities=2)
     assert [e.name for e in result.expanded_relations] == ["d", "e"]

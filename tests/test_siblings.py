@@ -112,8 +112,11 @@ def test_both_ways_agree_for_every_concept_of_a_random_graph(
     assert sum(len(python) for python, _, _ in answers.values()) >= 20
 
 
-def test_the_way_is_chosen_by_the_relation_rows_each_would_read(graph: ContextGraph) -> None:
-    from contextgraph.graph.neighbourhood import Neighbourhoods
+def test_the_way_is_chosen_by_the_relation_rows_each_would_read(
+    graph: ContextGraph, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextgraph.graph import neighbourhood
+    from contextgraph.graph.neighbourhood import SIBLING_COUNT_CAP, Neighbourhoods
 
     with db.read(graph.engine) as conn:
         ids = {key: int(i) for key, i in conn.execute(text("SELECT key, id FROM entities"))}
@@ -122,6 +125,11 @@ def test_the_way_is_chosen_by_the_relation_rows_each_would_read(graph: ContextGr
         assert nb.relation_rows([ids["q"]], 100) == 4
         assert nb.relation_rows([ids["n1"], ids["n2"], ids["c1"]], 100) == 10
         assert nb.relation_rows([ids["n1"], ids["n2"], ids["c1"]], 5) == 5  # stops at the cap
+        # Up to the safety cap only, whole index ranges are counted: the same values.
+        assert nb.relation_rows([ids["n1"], ids["n2"], ids["c1"]], SIBLING_COUNT_CAP) == 10
+        assert nb.relation_rows([ids["q"], ids["x"]], SIBLING_COUNT_CAP) == 5
+        monkeypatch.setattr(neighbourhood, "SIBLING_COUNT_CAP", 4)
+        assert nb.relation_rows([ids["n1"], ids["n2"], ids["c1"]], 4) == 4  # min(10, cap)
         neighbours = [ids[n] for n in ("n1", "n2", "n3", "n4")]  # 3 + 3 + 2 + 1 rows
         assert nb.walk_is_cheaper(neighbours, [ids["c1"], ids["c2"]]) is False  # 9 > 6
         assert nb.walk_is_cheaper([ids["n4"]], [ids["c1"], ids["c2"]]) is True  # 1 ≤ 6
@@ -320,3 +328,27 @@ def test_the_walk_reads_each_neighbours_relations_once_not_one_per_candidate(
         "SEARCH r USING PRIMARY KEY (a_id=?)",
         "SEARCH r USING COVERING INDEX ix_concept_relations_b_id_a_id_count (b_id=?)",
     ], plan
+
+
+@pytest.mark.sqlite_only
+def test_the_match_groups_each_end_as_its_index_gives_it(graph: ContextGraph) -> None:
+    """SQLite's plan for the siblings' match: each end's relations from its own index, grouped
+    in that order (no sorter over every matched row), and q's relations looked up by key."""
+    from contextgraph.graph.relationsql import OVERLAPS
+    from contextgraph.store.sqlcore import ID_LIST, listed_on_sqlite
+
+    compiled = listed_on_sqlite(OVERLAPS.build)
+    with db.read(graph.engine) as conn:
+        plan = [
+            str(row[-1])
+            for row in conn.exec_driver_sql(
+                "EXPLAIN QUERY PLAN " + compiled.sql,
+                {**compiled.constants, "q": 1, ID_LIST: "[1, 2, 3]"},
+            )
+        ]
+    assert [step for step in plan if step.startswith("SEARCH r ")] == [
+        "SEARCH r USING PRIMARY KEY (a_id=?)",
+        "SEARCH r USING COVERING INDEX ix_concept_relations_b_id_a_id_count (b_id=?)",
+    ], plan
+    assert not [step for step in plan if "TEMP B-TREE" in step], plan
+    assert sum("AUTOMATIC COVERING INDEX (n=?)" in step for step in plan) == 2, plan

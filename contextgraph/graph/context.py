@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,12 @@ from sqlalchemy import Connection, Select, bindparam, func, select
 
 from contextgraph.errors import InvalidArgument
 from contextgraph.graph.decay import reference_sql
-from contextgraph.graph.neighbourhood import Neighbourhoods, cooccurrences, weighted_score
+from contextgraph.graph.neighbourhood import (
+    Neighbourhoods,
+    Scored,
+    cooccurrences,
+    weighted_score,
+)
 from contextgraph.limits import CONTEXT_DEPTH, CONTEXT_MAX_ENTITIES
 from contextgraph.notes.links import normalize
 from contextgraph.settings import Settings
@@ -298,8 +304,9 @@ def _expand(
 
     Per hop: the unseen neighbours of the frontier, each with the frontier neighbour it shares
     the highest count with as ``via`` (ties: name); ranked by the weightedScore of that edge,
-    then name; as many as fit. The frontier lists are each sorted by score, so a k-way merge
-    yields candidates in the final order and stops as soon as the hop is full.
+    then name; as many as fit; the kept ones are the next frontier. When every frontier list is
+    whole, all candidates are ranked at once (:func:`_hop_of_whole_lists`); else the lists are
+    merged in that order (:func:`_hop_merged`), which reads a prefix only as far as it must.
     """
     out: list[ExpandedRelation] = []
     seen = set(seen)
@@ -308,45 +315,130 @@ def _expand(
         if budget <= 0 or not frontier:
             break
         lists = {v: nb.ranked(v) for v in frontier}
-        lazy = [v for v in frontier if not lists[v].complete]
         names = nb.names(frontier)  # reading a list loads the names of its neighbours too
-        heap: list[tuple[float, str, int, int]] = []
-        for v, sc in lists.items():
-            first = sc.at(0)
-            if first is not None:
-                heapq.heappush(heap, (-weighted_score(sc.edges[first]), names[first][0], v, 0))
-        kept: list[int] = []
-        while heap and len(kept) < budget:
-            _, name, v, index = heapq.heappop(heap)
-            sc = lists[v]
-            nxt = sc.at(index + 1)
-            if nxt is not None:
-                heapq.heappush(heap, (-weighted_score(sc.edges[nxt]), names[nxt][0], v, index + 1))
-            c = sc.ranked[index]
-            if c in seen:
-                continue
-            # Counts with every frontier concept: from the complete lists, else stored.
-            stored = nb.counts(c, lazy) if lazy else {}
-            counts: dict[int, int] = {}
-            for u in frontier:
-                edge = lists[u].edges.get(c)
-                if edge is not None:
-                    counts[u] = edge[0]
-                elif u in stored:
-                    counts[u] = stored[u]
-            via = min(counts, key=lambda u: (-counts[u], names[u][0]))
-            if via != v:
-                continue  # it comes (with its own score) from its via's list
-            co, _total = sc.edges[c]
-            out.append(
-                ExpandedRelation(
-                    name, hop, names[v][0], co, weighted_score(sc.edges[c]), names[c][1]
-                )
-            )
+        if all(sc.complete for sc in lists.values()):
+            found = _hop_of_whole_lists(nb, lists, names, seen, budget)
+        else:
+            found = _hop_merged(nb, lists, names, seen, budget)
+        frontier = []
+        for c, via in found:
+            co, total = lists[via].edges[c]
+            score = weighted_score((co, total))
+            out.append(ExpandedRelation(names[c][0], hop, names[via][0], co, score, names[c][1]))
             seen.add(c)
-            kept.append(c)
-        frontier = kept
+            frontier.append(c)
     return tuple(out)
+
+
+def _hop_of_whole_lists(
+    nb: Neighbourhoods,
+    lists: dict[int, Scored],
+    names: dict[int, tuple[str, int | None]],
+    seen: set[int],
+    budget: int,
+) -> list[tuple[int, int]]:
+    """The kept (candidate, via) of one hop from complete lists, in their final order.
+
+    Every candidate's via comes from one pass over the lists (a higher count wins; on a tie the
+    first name, then the first in the frontier, as ``min`` over the frontier would give), the
+    candidates are cut by score, and only those up to the cut, with the ties there, are named
+    and ordered: by score, then name, then as a merge of the lists would meet them (via, then
+    the via list's own rank: count desc, id). No list is ranked, and only the kept are named:
+    on the real corpora a hop costs a third of the merge's CPU, at every size of its lists.
+    """
+    best: dict[int, tuple[int, int]] = {}  # candidate -> (count with its via, via)
+    for u in sorted(lists, key=lambda u: names[u][0]):  # stable: the frontier's order on a tie
+        for c, (co, _total) in lists[u].edges.items():
+            if c not in seen:
+                known = best.get(c)
+                if known is None or co > known[0]:
+                    best[c] = (co, u)
+    score = {c: weighted_score(lists[u].edges[c]) for c, (_co, u) in best.items()}
+    chosen = sorted(best, key=score.__getitem__, reverse=True)
+    if len(chosen) > budget:
+        cut = score[chosen[budget - 1]]
+        end = budget
+        while end < len(chosen) and score[chosen[end]] == cut:
+            end += 1
+        chosen = chosen[:end]
+    names = nb.names(chosen)
+    chosen.sort(key=lambda c: (-score[c], names[c][0], best[c][1], -best[c][0], c))
+    return [(c, best[c][1]) for c in chosen[:budget]]
+
+
+def _hop_merged(
+    nb: Neighbourhoods,
+    lists: dict[int, Scored],
+    names: dict[int, tuple[str, int | None]],
+    seen: set[int],
+    budget: int,
+) -> list[tuple[int, int]]:
+    """The kept (candidate, via) of one hop, in their final order, by a k-way merge of the
+    lists, each read by score, then name (:func:`_by_score`): it stops as soon as the hop is
+    full. A candidate's counts with lists that are prefixes come from the stored relations."""
+    frontier = list(lists)
+    lazy = [v for v in frontier if not lists[v].complete]
+    walks = {v: _by_score(sc, names) for v, sc in lists.items()}
+    # (-score, name, frontier concept, place in its list, candidate): unique from the third on
+    heap: list[tuple[float, str, int, int, int]] = []
+    for v, walk in walks.items():
+        first = next(walk, None)
+        if first is not None:
+            heap.append((first[0], first[1], v, 0, first[2]))
+    heapq.heapify(heap)
+    found: list[tuple[int, int]] = []
+    taken: set[int] = set()
+    while heap and len(found) < budget:
+        _, _name, v, index, c = heapq.heappop(heap)
+        nxt = next(walks[v], None)
+        if nxt is not None:
+            heapq.heappush(heap, (nxt[0], nxt[1], v, index + 1, nxt[2]))
+        if c in seen or c in taken:
+            continue
+        # Counts with every frontier concept: from the complete lists, else stored.
+        stored = nb.counts(c, lazy) if lazy else {}
+        counts: dict[int, int] = {}
+        for u in frontier:
+            edge = lists[u].edges.get(c)
+            if edge is not None:
+                counts[u] = edge[0]
+            elif u in stored:
+                counts[u] = stored[u]
+        via = min(counts, key=lambda u: (-counts[u], names[u][0]))
+        if via != v:
+            continue  # it comes (with its own score) from its via's list
+        found.append((c, v))
+        taken.add(c)
+    return found
+
+
+def _by_score(
+    sc: Scored, names: dict[int, tuple[str, int | None]]
+) -> Iterator[tuple[float, str, int]]:
+    """(-weightedScore, name, neighbour) of a list, by weightedScore desc, then name.
+
+    The list's own rank (direct relations') puts the higher count first among equal scores; the
+    expansion's does not, so each run of equal scores is sorted again by name (a stable sort:
+    equal names keep their rank). ``names`` is the state's: ranking a stretch names it.
+    """
+    rank = 0
+    n = sc.at(0)
+    score = 0.0 if n is None else weighted_score(sc.edges[n])
+    while n is not None:
+        run = [n]
+        rank += 1
+        while (n := sc.at(rank)) is not None:
+            next_score = weighted_score(sc.edges[n])
+            if next_score != score:
+                break
+            run.append(n)
+            rank += 1
+        if len(run) > 1:
+            run.sort(key=lambda m: names[m][0])
+        for m in run:
+            yield -score, names[m][0], m
+        if n is not None:
+            score = next_score
 
 
 def community_siblings(

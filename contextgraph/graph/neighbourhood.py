@@ -32,6 +32,7 @@ from sqlalchemy import (
 from contextgraph.graph.relationsql import (
     COUNTS,
     OVERLAPS,
+    RELATION_COUNT,
     RELATION_ROWS,
     RELATIONS_OF,
     STRENGTHS,
@@ -319,8 +320,16 @@ class Neighbourhoods:
             strength = self.strengths(sorted(found))
             out = {c: (shared, overlap, strength[c]) for c, (shared, overlap) in found.items()}
         else:
-            for c, shared, overlap, total in OVERLAPS.rows(self.conn, candidates, params):
-                out[int(c)] = (int(shared), int(overlap), int(total))
+            ends: dict[int, tuple[int, int, int]] = {}  # the sums of a candidate's two ends
+            for c, shared, overlap, total in OVERLAPS.rows(self.conn, candidates, {"q": qid}):
+                known = ends.get(int(c), (0, 0, 0))
+                ends[int(c)] = (
+                    known[0] + int(shared),
+                    known[1] + int(overlap),
+                    known[2] + int(total),
+                )
+            least = params["k"]
+            out = {c: ends[c] for c in sorted(ends) if ends[c][0] >= least}
         self.state.overlaps[key] = out
         self.state.edges += len(out) + 1
         return out
@@ -398,14 +407,24 @@ class Neighbourhoods:
         return self.relation_rows(candidates, walked) >= walked
 
     def relation_rows(self, ids: list[int], cap: int) -> int:
-        """The relations of the concepts ``ids`` (one per end), counted up to ``cap``."""
+        """The relations of the concepts ``ids`` (one per end), counted up to ``cap``.
+
+        Up to the other way's rows, the count stops at them (:data:`~contextgraph.graph.
+        relationsql.RELATION_ROWS`); up to :data:`SIBLING_COUNT_CAP` only (a first count, which
+        a real vault's concepts stay far below), whole index ranges are counted chunk by chunk,
+        at half the cost an entry (:data:`~contextgraph.graph.relationsql.RELATION_COUNT`), the
+        cap checked between chunks. Either way the same value: ``min(relations, cap)``."""
         found = 0
         for chunk in chunked(ids):
             if found >= cap:
                 break
-            for (rows,) in RELATION_ROWS.rows(self.conn, chunk, {"cap": cap - found}):
-                found += int(rows)
-        return found
+            if cap >= SIBLING_COUNT_CAP:
+                rows = RELATION_COUNT.rows(self.conn, chunk)
+            else:
+                rows = RELATION_ROWS.rows(self.conn, chunk, {"cap": cap - found})
+            for (counted,) in rows:
+                found += int(counted)
+        return min(found, cap)
 
     def members(self, community_id: int) -> frozenset[int]:
         """The concept ids of one community."""

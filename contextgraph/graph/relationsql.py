@@ -83,32 +83,33 @@ def _neighbours_of_q() -> CTE:
     return _relations_of("q").cte("qn").prefix_with("MATERIALIZED")
 
 
-def _overlaps_statement(ids: IdList) -> Select[Any]:
+def _overlaps_statement(ids: IdList) -> CompoundSelect[Any]:
     """(candidate, shared neighbours with ``:q``, Σ min of the two counts, Σ of its counts) for
-    the candidates ``ids`` sharing at least ``:k``: each relation (c, n) of a candidate is
-    matched with ``:q``'s relation to n in ``:q``'s relations, materialized once (a lookup
-    in a few hundred rows, not in the whole table)."""
+    the candidates ``ids``, one row per candidate and end of the key (the caller adds the two):
+    each relation (c, n) of a candidate is matched with ``:q``'s relation to n in ``:q``'s
+    relations, materialized once (a lookup in a few hundred rows, not in the whole table).
+
+    Each end is grouped by itself: its rows come from its own index in key order, so SQLite
+    groups them as they come, where grouping the union sorted every row first (the corpora's
+    matches 7.9 → 5.2 ms each)."""
     r = T_CREL.alias("r")
-    sides = union_all(
-        select(r.c.a_id.label("c"), r.c.b_id.label("n"), r.c.count.label("w")).where(
-            r.c.a_id.in_(ids)
-        ),
-        select(r.c.b_id, r.c.a_id, r.c.count).where(r.c.b_id.in_(ids)),
-    ).subquery("sides")
     qn = _neighbours_of_q()
-    shared = func.count(qn.c.n)
-    return (
-        select(
-            sides.c.c,
-            shared,
-            # An unmatched relation adds 0 (PostgreSQL's LEAST would skip the NULL instead).
-            func.coalesce(func.sum(least(sides.c.w, func.coalesce(qn.c.w, 0))), 0),
-            func.sum(sides.c.w),
+
+    def end(here: ColumnElement[int], there: ColumnElement[int]) -> Select[Any]:
+        return (
+            select(
+                here,
+                func.count(qn.c.n),
+                # An unmatched relation adds 0 (PostgreSQL's LEAST would skip the NULL instead).
+                func.coalesce(func.sum(least(r.c.count, func.coalesce(qn.c.w, 0))), 0),
+                func.sum(r.c.count),
+            )
+            .select_from(r.outerjoin(qn, qn.c.n == there))
+            .where(here.in_(ids))
+            .group_by(here)
         )
-        .select_from(sides.outerjoin(qn, qn.c.n == sides.c.n))
-        .group_by(sides.c.c)
-        .having(shared >= bindparam("k"))
-    )
+
+    return union_all(end(r.c.a_id, r.c.b_id), end(r.c.b_id, r.c.a_id))
 
 
 OVERLAPS = ForIds(_overlaps_statement)
@@ -153,7 +154,9 @@ WALK = ForList(_walk_statement)
 
 
 def _relation_rows_statement(ids: IdList) -> Select[Any]:
-    a, b = T_CREL.c.a_id, T_CREL.c.b_id  # each end read from its own index, nothing else
+    """The relations of the concepts ``ids``, one per end, up to ``:cap``: each end read from
+    its own index (index entries only), stopping at the cap."""
+    a, b = T_CREL.c.a_id, T_CREL.c.b_id
     rows = (
         union_all(select(a).where(a.in_(ids)), select(b).where(b.in_(ids)))
         .limit(bindparam("cap"))
@@ -162,7 +165,20 @@ def _relation_rows_statement(ids: IdList) -> Select[Any]:
     return select(func.count()).select_from(rows)
 
 
+def _relation_count_statement(ids: IdList) -> Select[Any]:
+    """The relations of the concepts ``ids``, one per end, all of them: two plain counts of
+    index entries, each half as dear an entry as a capped count (a row handed through a LIMIT:
+    100 against 50 ns), which pays when no cap near the total would stop it early."""
+    a, b = T_CREL.c.a_id, T_CREL.c.b_id
+
+    def ends(end: ColumnElement[int]) -> Any:
+        return select(func.count()).select_from(T_CREL).where(end.in_(ids)).scalar_subquery()
+
+    return select(ends(a) + ends(b))
+
+
 RELATION_ROWS = ForIds(_relation_rows_statement)
+RELATION_COUNT = ForIds(_relation_count_statement)
 
 
 def scored_statement(settings: Settings, *, prefix: bool = False) -> Select[Any]:
@@ -226,6 +242,7 @@ __all__ = [
     "COUNTS",
     "OVERLAPS",
     "RELATIONS_OF",
+    "RELATION_COUNT",
     "RELATION_ROWS",
     "STRENGTHS",
     "WALK",
