@@ -136,3 +136,26 @@ def test_search_command_prints_json(searchable: ContextGraph, db_url: str) -> No
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert data["total"] == 3 and data["hits"][0]["uri"].startswith("memory://v/")
+
+
+def test_the_folder_filter_is_the_exact_folder_on_every_engine(
+    store: ContextGraph, vault: Path, write: Writer
+) -> None:
+    """Folders are case-sensitive paths: ``--folder Notes`` is not ``notes/`` (SQLite's LIKE
+    folded ASCII case, PostgreSQL's does not, so the two engines answered differently)."""
+    write("notes/a.md", "feature one")
+    write("Notes/b.md", "feature two")
+    write("Über/c.md", "feature three")
+    write("über/d.md", "feature four")
+    store.sync([vault], name="v")
+    for folder, paths in (
+        ("notes", {"notes/a.md"}),
+        ("Notes", {"Notes/b.md"}),
+        ("NOTES", set()),
+        ("Über", {"Über/c.md"}),
+        ("über", {"über/d.md"}),
+        ("/notes/", {"notes/a.md"}),
+    ):
+        found = store.search("feature", folder=folder)
+        assert {h.path for h in found.hits} == paths, folder
+        assert found.total == len(paths), folder

@@ -72,7 +72,6 @@ from contextgraph.graph.searchterms import display_title
 from contextgraph.graph.snippet import SNIPPET_CHARS, Highlighter
 from contextgraph.limits import MAX_QUERY_CHARS, SEARCH_LIMIT, SEARCH_PAGE
 from contextgraph.settings import Settings
-from contextgraph.store import db
 from contextgraph.store.dialect import is_postgresql
 from contextgraph.store.fulltext import FullText, full_text, phrases, sqlite_full_text
 from contextgraph.store.identity import file_uri
@@ -201,8 +200,10 @@ def ranked_matches(
         values["kind"] = kind
     if folder is not None and folder.strip("/ "):
         prefix = check_relative(folder.strip("/ "))
-        conditions.append(f.c.path.like(bindparam("folder", type_=String), escape="\\"))
-        values["folder"] = db.escape_like(prefix) + "/%"
+        # The exact folder: a LIKE would fold ASCII case on SQLite (not on PostgreSQL).
+        under = bindparam("folder", type_=String)
+        conditions.append(func.substr(f.c.path, 1, func.length(under)) == under)
+        values["folder"] = prefix + "/"
     shape = (settings, source is not None, kind is not None, "folder" in values)
     ranking = _Ranking(conn, fts, conditions, now, settings, values=values, shape=shape)
     if top > 0 and lite:
