@@ -66,6 +66,16 @@ def test_schema_head_constant_matches_the_scripts() -> None:
     assert script.get_current_head() == db.SCHEMA_HEAD
 
 
+def test_the_known_revisions_are_the_scripts_revisions() -> None:
+    """store.ownership tells our databases from others' by the revisions the shipped scripts
+    name, read from their file names without importing Alembic: every file's stem must be its
+    script's revision."""
+    from contextgraph.store.ownership import known_revisions
+
+    script = ScriptDirectory(str(db.migrations_dir()))
+    assert known_revisions() == {s.revision for s in script.walk_revisions()}
+
+
 def test_open_upgrades_an_older_database(db_path: Path) -> None:
     engine = db.make_engine(db_path)
     db.upgrade(engine, "0001_core")
