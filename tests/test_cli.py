@@ -75,6 +75,21 @@ def test_out_of_range_numbers_are_click_usage_errors_with_exit_2(
     assert not db_path.exists()  # refused before anything was opened
 
 
+def test_more_seeds_than_expand_takes_is_a_usage_error_with_exit_2(
+    runner: CliRunner, db_path: Path
+) -> None:
+    from contextgraph.limits import EXPAND_MAX_SEEDS
+
+    seeds = [f"s{i}" for i in range(EXPAND_MAX_SEEDS + 1)]
+    code, out, err = invoke(runner, db_path, "expand", *seeds)
+    assert code == 2, err
+    assert out == ""
+    assert "Invalid value for" in err and f"at most {EXPAND_MAX_SEEDS} seeds" in err
+    assert not db_path.exists()  # refused before anything was opened
+    code, _, err = invoke(runner, db_path, "expand", *seeds[:-1])  # at the bound: no usage error
+    assert code == 1 and "no database at" in err, err
+
+
 def test_unknown_option_is_a_usage_error_with_exit_2(runner: CliRunner, db_path: Path) -> None:
     code, _, err = invoke(runner, db_path, "context", "x", "--bogus")
     assert code == 2

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from contextgraph.cli.base import (
@@ -19,6 +21,7 @@ from contextgraph.limits import (
     EXPAND_DIRECTIONS,
     EXPAND_MAX_DEPTH,
     EXPAND_MAX_NODES,
+    EXPAND_MAX_SEEDS,
     RETRIEVE_BUDGET_TOKENS,
     RETRIEVE_K,
     SEARCH_LIMIT,
@@ -85,8 +88,15 @@ def context(
             )
 
 
+def _seed_count(_ctx: click.Context, _param: click.Parameter, seeds: tuple[str, ...]) -> Any:
+    """More seeds than expand takes is an argument out of its range: a usage error (exit 2)."""
+    if len(seeds) > EXPAND_MAX_SEEDS:
+        raise click.BadParameter(f"at most {EXPAND_MAX_SEEDS} seeds (got {len(seeds)})")
+    return seeds
+
+
 @click.command(cls=Command)
-@click.argument("seeds", nargs=-1, required=True)
+@click.argument("seeds", nargs=-1, required=True, callback=_seed_count)
 @click.option(
     "--max-depth",
     type=int_range(EXPAND_MAX_DEPTH),
