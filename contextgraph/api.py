@@ -18,6 +18,7 @@ from contextgraph.errors import (
     SourceError,
     UnsafePath,
 )
+from contextgraph.launch import default_database
 from contextgraph.limits import NAME
 from contextgraph.settings import Settings, parse_datetime
 from contextgraph.store import db
@@ -44,14 +45,6 @@ def clean(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
     return text
-
-
-def default_database() -> str:
-    """``$CONTEXTGRAPH_DB``, else ``~/.contextgraph/graph.db``."""
-    env = os.environ.get("CONTEXTGRAPH_DB")
-    if env:
-        return env
-    return str(Path.home() / ".contextgraph" / "graph.db")
 
 
 class ContextGraph:

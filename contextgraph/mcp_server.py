@@ -31,7 +31,8 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, ValidationError
 
 from contextgraph import __version__
-from contextgraph.api import ContextGraph, default_database
+from contextgraph.api import ContextGraph
+from contextgraph.launch import default_database
 from contextgraph.mcp_tools import (
     CHANGES,
     CREATES,

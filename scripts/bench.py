@@ -82,6 +82,7 @@ def child_env(db: Path | str) -> dict[str, str]:
     """
     env = dict(os.environ, CONTEXTGRAPH_DB=str(db))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.setdefault("CONTEXTGRAPH_NO_RESIDENT", "1")  # a fresh process does all the work itself
     return env
 
 
@@ -240,6 +241,72 @@ def bench_cli(
     return walls
 
 
+def bench_cli_resident(
+    db_file: Path | str, targets: tuple[str, str, str | None], runs: int
+) -> dict[str, Any]:
+    """The same CLI commands answered by a ``contextgraph resident`` server (``cli_wall_resident``).
+
+    The server starts on the database (untimed), each command runs ``runs`` times in fresh
+    processes as in :func:`bench_cli` (``first_s``: the first run, the server's first call for
+    that command line; the median includes the warm ones), and the server's count of queries it
+    answered shows that every one was forwarded. ``sync`` is not forwarded: it is left out.
+    """
+    from contextgraph import launch
+
+    hub, middle, uri = targets
+    commands = {
+        "context_hub": ["context", hub],
+        "context_median_degree": ["context", middle],
+        "search_common_word": ["search", "graph"],
+        "stats": ["stats"],
+        "expand": ["expand", middle],
+        "retrieve": ["retrieve", "graph"],
+        "communities": ["communities"],
+    }
+    if uri is not None:
+        commands["read"] = ["read", uri]
+    env = child_env(db_file)
+    env.pop("CONTEXTGRAPH_NO_RESIDENT")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "contextgraph", "resident"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        path = launch.socket_path(launch.database_key(str(db_file)) or "")
+        deadline = time.monotonic() + 120
+        while not os.path.exists(path):
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the resident server did not start: {server.communicate()[1]}")
+            time.sleep(0.05)
+        walls: dict[str, Any] = {}
+        for name, args in commands.items():
+            times = []
+            for _ in range(runs):
+                t = time.perf_counter()
+                subprocess.run(
+                    [sys.executable, "-m", "contextgraph", *args, "--json"],
+                    env=env,
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                )
+                times.append(time.perf_counter() - t)
+            walls[name] = {
+                "median_s": round(statistics.median(times), 3),
+                "first_s": round(times[0], 3),
+                "min_s": round(min(times), 3),
+                "max_s": round(max(times), 3),
+            }
+    finally:
+        server.terminate()
+        _out, err = server.communicate(timeout=60)
+    walls["served"] = err.strip().splitlines()[-1]
+    walls["expected"] = f"stopped after {runs * len(commands)} queries"
+    return walls
+
+
 def bench_cli_only(args: argparse.Namespace) -> dict[str, Any]:
     """``--only cli``: the CLI timings alone, on an existing (or once-synced) database."""
     from contextgraph import ContextGraph
@@ -262,6 +329,8 @@ def bench_cli_only(args: argparse.Namespace) -> dict[str, Any]:
         zip(("context_hub", "context_median_degree", "read"), targets, strict=True)
     )
     result["cli_wall"] = bench_cli(db_file, targets, args.cli_runs, args.import_runs)
+    result["cli_wall_resident"] = bench_cli_resident(db_file, targets, args.cli_runs)
+    result["cli_wall_resident"] = bench_cli_resident(db_file, targets, args.cli_runs)
     return result
 
 
@@ -503,6 +572,7 @@ def main() -> None:
         result["read"] = time_queries(lambda u: graph.read(u), uris)
         targets = cli_targets(graph, names)
     result["cli_wall"] = bench_cli(db_file, targets, args.cli_runs, args.import_runs)
+    result["cli_wall_resident"] = bench_cli_resident(db_file, targets, args.cli_runs)
     if args.edges:
         result["communities_synthetic"] = bench_communities(work, args.edges)
     result["bench_peak_rss_mb"] = round(

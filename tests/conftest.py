@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,14 +24,20 @@ if os.environ.get("CI"):
 
 
 @pytest.fixture(autouse=True)
-def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
+    # A resident server's sockets live here: a fresh short folder (sockets take ~100 bytes of
+    # path at most), so no test reaches a server of the user's or of another test.
+    runtime = tempfile.mkdtemp(prefix="cg-", dir="/tmp" if os.path.isdir("/tmp") else None)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", runtime)
     monkeypatch.setenv("CONTEXTGRAPH_DB", str(tmp_path / "env.db"))
     for name in list(os.environ):
         if name.startswith(("CONTEXTGRAPH_", "MAENIFOLD_")) and name != "CONTEXTGRAPH_DB":
             monkeypatch.delenv(name)
+    yield
+    shutil.rmtree(runtime, ignore_errors=True)
 
 
 @pytest.fixture

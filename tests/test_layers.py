@@ -150,6 +150,7 @@ LAYERS: list[dict[str, set[str]]] = [
         "doors": {
             "contextgraph",
             "contextgraph.__main__",
+            "contextgraph.launch",
             "contextgraph.api",
             "contextgraph.cli",
             "contextgraph.watch",

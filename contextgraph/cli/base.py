@@ -15,22 +15,22 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from contextgraph.errors import ContextGraphError
+from contextgraph.launch import EXIT_INTERRUPTED
 from contextgraph.limits import Bound
 from contextgraph.settings import Settings
 
 if TYPE_CHECKING:
+    import threading
+
     from contextgraph.api import ContextGraph
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 
 
 def _set_database(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
@@ -120,7 +120,7 @@ def cli(ctx: click.Context) -> None:
 
 
 def database_path(ctx: click.Context) -> str:
-    from contextgraph.api import default_database
+    from contextgraph.launch import default_database
 
     _library_loaded()
     chosen: str | None = ctx.find_root().ensure_object(dict).get("database")
@@ -134,16 +134,59 @@ def settings_from_env() -> Settings:
         raise click.ClickException(str(exc)) from None
 
 
+# Set by a resident server while it runs a command (contextgraph.cli.resident): the graph the
+# command gets, open before and after it.
+graph_provider: Callable[[str, Settings], AbstractContextManager[ContextGraph]] | None = None
+
+
 @contextmanager
 def open_graph(ctx: click.Context, *, create: bool = False) -> Iterator[ContextGraph]:
     """Open the database; only commands that build it (``init``, ``sync``) may create it."""
     from contextgraph.api import ContextGraph
 
-    graph = ContextGraph.open(database_path(ctx), settings=settings_from_env(), create=create)
+    path, settings = database_path(ctx), settings_from_env()
+    if graph_provider is not None and not create:
+        with graph_provider(path, settings) as graph:
+            yield graph
+        return
+    graph = ContextGraph.open(path, settings=settings, create=create)
     try:
         yield graph
     finally:
         graph.close()
+
+
+class Stop:
+    """Set by SIGTERM or Ctrl-C while a long-running command (``watch``, ``resident``) runs."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.event = threading.Event()
+        self.signals: list[int] = []
+
+    @contextmanager
+    def on_signals(self) -> Iterator[threading.Event]:
+        """Let SIGTERM and SIGINT set :attr:`event` (instead of ending the process) inside."""
+        import signal
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            self.signals.append(signum)
+            self.event.set()
+
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield self.event
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def exit_status(self, ctx: click.Context) -> None:
+        """End as an interrupted process when Ctrl-C was what stopped it."""
+        import signal
+
+        if signal.SIGINT in self.signals:
+            ctx.exit(EXIT_INTERRUPTED)
 
 
 def int_range(bound: Bound) -> click.IntRange:

@@ -12,6 +12,7 @@ import click
 from contextgraph.cli.base import (
     Command,
     Group,
+    Stop,
     emit_json,
     json_option,
     open_graph,
@@ -173,9 +174,6 @@ def sources_remove(ctx: click.Context, name: str, as_json: bool) -> None:
 @click.pass_context
 def watch(ctx: click.Context, paths: tuple[str, ...], name: str | None, debounce_ms: int) -> None:
     """Keep every registered source (and new PATHs) in step as files change, until stopped."""
-    import signal
-    import threading
-
     from contextgraph.watch import Batch, Watcher
 
     if name is not None and len(paths) != 1:
@@ -189,32 +187,21 @@ def watch(ctx: click.Context, paths: tuple[str, ...], name: str | None, debounce
         seconds = batch.report.phases.get("total", 0.0)
         click.echo(f"synced {batch.source}: {changed or 'nothing changed'} ({seconds:.2f}s)")
 
-    stop = threading.Event()
-    received: list[int] = []
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        received.append(signum)
-        stop.set()
-
+    stop = Stop()
     with open_graph(ctx, create=bool(paths)) as graph:
         for path in paths:
             graph.add_source(path, name=name)
         if not graph.sources():
             raise click.ClickException("no sources registered: give a PATH to watch")
-        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-        try:
+        with stop.on_signals() as stopped:
             Watcher(
                 graph,
                 debounce_ms=debounce_ms,
                 on_batch=on_batch,
                 on_state=lambda message: click.echo(message, err=True),
-            ).run(stop)
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            ).run(stopped)
     click.echo("stopped", err=True)
-    if signal.SIGINT in received:
-        ctx.exit(130)
+    stop.exit_status(ctx)
 
 
 COMMANDS = [init, sync, sources_group, watch]

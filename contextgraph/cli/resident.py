@@ -1,0 +1,278 @@
+"""The resident server: one process that answers the CLI's read-only queries on one database.
+
+``contextgraph resident`` runs :meth:`Resident.serve` in the foreground until it is stopped. A
+CLI run whose command it serves (:data:`contextgraph.launch.FORWARDED`) connects to its socket
+and sends its arguments, working directory, environment and output encodings; the server runs
+the same click command line in-process with those, captures what it prints, and sends back the
+output and the exit status (:func:`contextgraph.launch.forward` prints them).
+
+- **Exact answers.** The command line is parsed and run by the same code, under the client's
+  working directory and environment (``CONTEXTGRAPH_NOW``, every setting), and the server
+  refuses (the client then runs the command itself) when its code is not the client's
+  (:func:`contextgraph.launch.fingerprint`). The database stays open between requests, and
+  every answer reads what is committed when it starts, as a fresh process would; the library's
+  caches follow the graph's version. The database is opened again when its file was replaced or
+  removed, or its schema moved off this code's head (another process migrated or reverted it).
+- **One request at a time**, in arrival order: a command runs with the process's working
+  directory, environment and standard streams set to the client's, so two cannot overlap.
+  Clients wait in the listen queue.
+- **Private.** The socket lives in a folder only this user may enter (``$XDG_RUNTIME_DIR``, else
+  the temp folder: :func:`contextgraph.launch.socket_folder`), is itself ``0600``, and on Linux a
+  peer of another user is refused by its credentials. One server a database: a lock file beside
+  the socket is held while it serves; a socket left by a server that died is replaced.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import socket
+import struct
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from contextgraph import launch
+from contextgraph.api import ContextGraph
+from contextgraph.errors import Conflict, ContextGraphError, InvalidArgument
+from contextgraph.settings import Settings
+from contextgraph.store import db
+
+log = logging.getLogger(__name__)
+
+KEPT_GRAPHS = 4  # open graphs kept, one per distinct settings a client ran with
+REQUEST_READ_SECONDS = 10.0  # a client that connects and sends nothing is dropped after this
+_ACCEPT_POLL_SECONDS = 0.25  # how often the accept loop looks at its stop event
+
+
+class Resident:
+    """Serve CLI queries on ``database`` from this process (see the module docstring)."""
+
+    def __init__(self, database: str, *, settings: Settings | None = None) -> None:
+        key = launch.database_key(database)
+        if key is None:
+            raise InvalidArgument("a resident server needs a database file or URL, not :memory:")
+        if not hasattr(socket, "AF_UNIX"):
+            raise InvalidArgument("a resident server needs Unix sockets, which this system lacks")
+        self.database = database
+        self.key = key
+        self.socket_path = launch.socket_path(key)
+        if len(self.socket_path) > launch.SOCKET_PATH_LIMIT:
+            raise InvalidArgument(
+                f"the socket path {self.socket_path!r} is too long for a Unix socket: "
+                "point $XDG_RUNTIME_DIR at a shorter folder"
+            )
+        self.fingerprint = launch.fingerprint()
+        self.served = 0  # requests answered (tests and the log read it)
+        self._graphs: dict[Settings, ContextGraph] = {}
+        self._identity: tuple[int, int] | None = None
+        # Opened now, so a missing or foreign database fails the start, not the first query.
+        self._graph_for(settings or Settings.from_env())
+
+    def serve(
+        self, stop: threading.Event, *, on_ready: Callable[[str], None] | None = None
+    ) -> None:
+        """Answer requests until ``stop`` is set; the socket is removed when it returns."""
+        import fcntl  # POSIX only, as Unix sockets are (checked when the server was made)
+
+        folder = launch.socket_folder()
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        if not launch.folder_is_private(folder):
+            raise InvalidArgument(
+                f"{folder} must be a folder of this user's that only they may enter (mode 0700)"
+            )
+        with open(self.socket_path + ".lock", "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise Conflict(
+                    f"a resident server already serves {self.key} (socket {self.socket_path})"
+                ) from None
+            if os.path.lexists(self.socket_path):  # left by a server that died: we hold the lock
+                os.unlink(self.socket_path)
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                listener.bind(self.socket_path)
+                os.chmod(self.socket_path, 0o600)
+                listener.listen(64)
+                listener.settimeout(_ACCEPT_POLL_SECONDS)
+                if on_ready is not None:
+                    on_ready(self.socket_path)
+                self._accept_until(listener, stop)
+            finally:
+                listener.close()
+                if os.path.lexists(self.socket_path):
+                    os.unlink(self.socket_path)
+
+    def close(self) -> None:
+        for graph in self._graphs.values():
+            graph.close()
+        self._graphs.clear()
+
+    def _accept_until(self, listener: socket.socket, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                try:
+                    self._answer(conn)
+                except OSError as exc:  # the client went away: its answer is nobody's
+                    log.debug("a client left before its answer: %s", exc)
+
+    def _answer(self, conn: socket.socket) -> None:
+        if not _same_user(conn):
+            log.warning("refused a connection from another user")
+            return
+        conn.settimeout(REQUEST_READ_SECONDS)
+        with conn.makefile("rb") as reader:
+            try:
+                header, _ = launch.receive_message(reader, launch.MAX_REQUEST_BYTES)
+                request = _Request.from_header(header)
+            except (ConnectionError, ValueError, TypeError) as exc:
+                log.warning("ignored a malformed request: %s", exc)
+                return
+        conn.settimeout(None)
+        if request.fingerprint != self.fingerprint:
+            log.warning("a client runs other code than this server: restart the server")
+            launch.send_message(conn, {"status": "stale"})
+            return
+        parsed = launch.command_and_database(request.argv)
+        if parsed is None or parsed[0] not in launch.FORWARDED:
+            launch.send_message(conn, {"status": "refused"})
+            return
+        try:
+            code, out, err = self._run(request)
+        except (OSError, LookupError, ValueError) as exc:
+            # Its cwd is gone, an unknown encoding, a variable no environment can hold: the
+            # client runs the command itself (and meets the same trouble in its own way).
+            log.debug("left a request to its client: %s", exc)
+            launch.send_message(conn, {"status": "refused"})
+            return
+        self.served += 1
+        launch.send_message(conn, {"status": "done", "exit": code}, out, err)
+
+    def _run(self, request: _Request) -> tuple[int, bytes, bytes]:
+        """Run the request's command line here, as its client would have; (status, out, err)."""
+        from contextgraph.cli import base, cli
+
+        out, err = io.BytesIO(), io.BytesIO()
+        stdout = io.TextIOWrapper(out, *request.stdout, write_through=True)
+        stderr = io.TextIOWrapper(err, *request.stderr, write_through=True)
+        saved_cwd, saved_environ = os.getcwd(), dict(os.environ)
+        saved_streams = sys.stdout, sys.stderr
+        os.chdir(request.cwd)
+        try:
+            os.environ.clear()
+            os.environ.update(request.environ)
+            sys.stdout, sys.stderr = stdout, stderr
+            base.graph_provider = self._provided
+            code = _exit_status(cli, request.argv)
+        finally:
+            base.graph_provider = None
+            sys.stdout, sys.stderr = saved_streams
+            os.environ.clear()
+            os.environ.update(saved_environ)
+            os.chdir(saved_cwd)
+        return code, out.getvalue(), err.getvalue()
+
+    @contextmanager
+    def _provided(self, database: str, settings: Settings) -> Iterator[ContextGraph]:
+        """``open_graph`` in a served command: this database stays open, any other does not."""
+        if launch.database_key(database) != self.key:
+            with ContextGraph.open(database, settings=settings, create=False) as other:
+                yield other
+            return
+        graph = self._graph_for(settings)
+        try:
+            yield graph
+        except ContextGraphError:
+            raise  # a refusal (unknown note, bad argument): the graph is as good as before
+        except BaseException:
+            self._drop(settings)  # anything else may have left its connection pool unwell
+            raise
+
+    def _graph_for(self, settings: Settings) -> ContextGraph:
+        identity = self._file_identity()
+        if identity != self._identity:  # replaced or removed: what is open is another database
+            self.close()
+            self._identity = identity
+        graph = self._graphs.get(settings)
+        if graph is not None and db.current_revision(graph.engine) != db.SCHEMA_HEAD:
+            self._drop(settings)  # migrated or reverted by another process: open it anew
+            graph = None
+        if graph is None:
+            graph = ContextGraph.open(self.database, settings=settings, create=False)
+            if len(self._graphs) >= KEPT_GRAPHS:
+                self._drop(next(iter(self._graphs)))
+            self._graphs[settings] = graph
+        return graph
+
+    def _drop(self, settings: Settings) -> None:
+        graph = self._graphs.pop(settings, None)
+        if graph is not None:
+            graph.close()
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        if "://" in self.key:
+            return None
+        try:
+            st = os.stat(self.key)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+
+class _Request:
+    """A client's request, its fields checked."""
+
+    def __init__(self, header: dict[str, Any]) -> None:
+        self.argv: list[str] = header["argv"]
+        self.cwd: str = header["cwd"]
+        self.environ: dict[str, str] = header["environ"]
+        self.fingerprint: str = header["fingerprint"]
+        self.stdout: tuple[str, str] = tuple(header["stdout"])
+        self.stderr: tuple[str, str] = tuple(header["stderr"])
+
+    @classmethod
+    def from_header(cls, header: dict[str, Any]) -> _Request:
+        def strings(value: Any) -> bool:
+            return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+        environ = header.get("environ")
+        valid = (
+            strings(header.get("argv"))
+            and isinstance(header.get("cwd"), str)
+            and isinstance(header.get("fingerprint"), str)
+            and isinstance(environ, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in environ.items())
+            and all(strings(header.get(s)) and len(header[s]) == 2 for s in ("stdout", "stderr"))
+        )
+        if not valid:
+            raise ValueError("a request lacks a field or has one of the wrong type")
+        return cls(header)
+
+
+def _exit_status(cli: Any, argv: list[str]) -> int:
+    """Run the click group as ``contextgraph ARGV`` would, and return its exit status."""
+    try:
+        cli.main(argv, prog_name="contextgraph", standalone_mode=True)
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)  # what the interpreter does with sys.exit("text")
+        return 1
+    return 0
+
+
+def _same_user(conn: socket.socket) -> bool:
+    """Whether the peer runs as this user (always true where credentials cannot be read)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return True  # the folder's mode already keeps other users out
+    _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, option, 12))
+    return bool(uid == os.getuid())

@@ -1,0 +1,220 @@
+"""Hand a CLI query to a resident server: the first thing every ``contextgraph`` run tries.
+
+A CLI process spends most of its life importing (SQLAlchemy alone is 0.2-0.4 s) before it runs a
+query of a few milliseconds. ``contextgraph resident`` is a long-running process that has paid
+for the imports once and keeps its database open; while one runs for a database, a read-only
+query on that database (:data:`FORWARDED`) is sent to it over a Unix socket and this process,
+having imported almost nothing, prints what the server's run of the same command line printed
+and exits with its status. The server runs the command with this process's arguments, working
+directory and environment, so the answer is the one this process would have given.
+
+Anything else runs here, exactly as without a server: other commands, ``--help`` and
+``--version``, no server (or a socket left by one that died), a server running other code than
+this process (after an upgrade or an edit: :func:`fingerprint`), a platform without Unix
+sockets, or ``CONTEXTGRAPH_NO_RESIDENT=1``. A server that goes away mid-answer is also answered
+here: the forwarded commands only read (``read`` records the read, at worst twice).
+
+This module is imported by every CLI run, so it loads only the standard library's light modules
+(``socket``, ``json``, ``hashlib``); the server half is :mod:`contextgraph.cli.resident`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import sys
+
+TYPE_CHECKING = False  # typing itself costs 20 ms of a CLI run; mypy honours the name
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any, BinaryIO, TextIO
+
+# Commands a resident server answers: those that only read the database.
+FORWARDED = frozenset(
+    {"context", "expand", "search", "read", "retrieve", "visualize", "communities", "stats"}
+)
+OPT_OUT = "CONTEXTGRAPH_NO_RESIDENT"
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
+MAX_REQUEST_BYTES = 8 * 1024 * 1024  # argv, cwd and environment; far above any real command line
+MAX_ANSWER_BYTES = 1 << 40  # what a command prints is the command's business
+SOCKET_PATH_LIMIT = 100  # sun_path is 104-108 bytes, terminator included
+
+
+def command_and_database(argv: Sequence[str]) -> tuple[str, str | None] | None:
+    """The command ``argv`` names and its ``--db`` value, or None when it must run here.
+
+    A light scan, not click's parse: it gives up (None) on anything it is not sure of (``--``,
+    help, an unknown option before the command). The server parses the line with click, so a
+    mistaken guess costs at most a lookup of the wrong socket, never a wrong answer.
+    """
+    command: str | None = None
+    database: str | None = None
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("--", "-h", "--help", "--version"):
+            return None
+        if arg == "--db":
+            if i + 1 == len(argv):
+                return None
+            database = argv[i + 1]
+            i += 2
+            continue
+        if arg.startswith("--db="):
+            database = arg[len("--db=") :]
+        elif command is None:
+            if arg.startswith("-"):
+                return None
+            command = arg
+        i += 1
+    if command is None:
+        return None
+    return command, database
+
+
+def database_key(database: str) -> str | None:
+    """What names ``database`` for every process: a URL as given, a file by its real path.
+
+    The same rule as :func:`contextgraph.store.db.database_url` (``~`` expanded, relative to the
+    working directory); None for a private in-memory database, which nothing can share.
+    """
+    if not database or database == ":memory:":
+        return None
+    if "://" in database:
+        return database
+    return os.path.realpath(os.path.expanduser(database))
+
+
+def default_database() -> str:
+    """``$CONTEXTGRAPH_DB``, else ``~/.contextgraph/graph.db``."""
+    return os.environ.get("CONTEXTGRAPH_DB") or os.path.join(
+        os.path.expanduser("~"), ".contextgraph", "graph.db"
+    )
+
+
+def socket_folder() -> str:
+    """The private folder of this user's resident sockets (``$XDG_RUNTIME_DIR``, else a temp)."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
+    return os.path.join(base, f"contextgraph-{os.getuid()}")
+
+
+def socket_path(key: str) -> str:
+    """The socket of the resident server of the database named ``key``."""
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return os.path.join(socket_folder(), f"{digest}.sock")
+
+
+def folder_is_private(folder: str) -> bool:
+    """Whether ``folder`` is a directory of this user's that nobody else may enter."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    is_dir = (st.st_mode & 0o170000) == 0o040000
+    return is_dir and st.st_uid == os.getuid() and st.st_mode & 0o077 == 0
+
+
+def fingerprint() -> str:
+    """What must be equal for a server's answer to be this process's: code and interpreter.
+
+    The interpreter, and every module of the package by size and modification time (an upgrade
+    or an edit of an editable install changes it). About a millisecond.
+    """
+    root = os.path.dirname(os.path.abspath(__file__))
+    digest = hashlib.sha256(f"{sys.executable}\0{sys.version}\0{root}".encode())
+    for folder, folders, files in os.walk(root):
+        folders[:] = sorted(f for f in folders if f != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(folder, name))
+                digest.update(f"\0{folder}/{name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return digest.hexdigest()
+
+
+def send_message(conn: socket.socket, header: Mapping[str, object], *payloads: bytes) -> None:
+    """One message: a JSON header line (with the payloads' lengths), then the payloads."""
+    header = dict(header, lengths=[len(p) for p in payloads])
+    conn.sendall(json.dumps(header).encode() + b"\n" + b"".join(payloads))
+
+
+def receive_message(reader: BinaryIO, limit: int) -> tuple[dict[str, Any], list[bytes]]:
+    """Read one message of :func:`send_message` from a buffered reader of the socket."""
+    line = reader.readline(limit + 1)
+    if not line.endswith(b"\n"):
+        raise ConnectionError("the message ended before its header did")
+    header = json.loads(line)
+    lengths = header.get("lengths") if isinstance(header, dict) else None
+    if not isinstance(lengths, list) or not all(isinstance(n, int) and n >= 0 for n in lengths):
+        raise ConnectionError("a malformed message")
+    if sum(lengths) > limit:
+        raise ConnectionError("a malformed message")
+    payloads = []
+    for length in lengths:
+        data = reader.read(length)
+        if len(data) != length:
+            raise ConnectionError("the message ended before its payload did")
+        payloads.append(data)
+    return header, payloads
+
+
+def _stream_codec(stream: object) -> list[str]:
+    return [
+        getattr(stream, "encoding", None) or "utf-8",
+        getattr(stream, "errors", None) or "strict",
+    ]
+
+
+def forward(argv: Sequence[str]) -> int | None:
+    """Have the resident server run ``argv``; its exit status, or None to run it here."""
+    if os.environ.get(OPT_OUT, "").strip() not in ("", "0") or not hasattr(socket, "AF_UNIX"):
+        return None
+    parsed = command_and_database(argv)
+    if parsed is None or parsed[0] not in FORWARDED:
+        return None
+    key = database_key(parsed[1] or default_database())
+    if key is None or not folder_is_private(socket_folder()):
+        return None
+    path = socket_path(key)
+    if len(path) > SOCKET_PATH_LIMIT:
+        return None
+    request = {
+        "argv": list(argv),
+        "cwd": os.getcwd(),
+        "environ": dict(os.environ),
+        "fingerprint": fingerprint(),
+        "stdout": _stream_codec(sys.stdout),
+        "stderr": _stream_codec(sys.stderr),
+    }
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(path)
+            send_message(conn, request)
+            conn.shutdown(socket.SHUT_WR)
+            with conn.makefile("rb") as reader:
+                header, (out, err) = receive_message(reader, limit=MAX_ANSWER_BYTES)
+    except (OSError, ValueError):  # no server, a dead one's socket, or one that went away
+        return None
+    if header.get("status") != "done":  # "stale" code or a command it does not run
+        return None
+    try:
+        _write(sys.stdout, out)
+        _write(sys.stderr, err)
+    except BrokenPipeError:  # the reader went away (`| head`): end quietly, as the CLI does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    return int(header["exit"])
+
+
+def _write(stream: TextIO, data: bytes) -> None:
+    """Write the server's bytes for ``stream`` as they are (its encoding was the server's)."""
+    if not data:
+        return
+    stream.flush()
+    binary = getattr(stream, "buffer", None)
+    if binary is None:  # a text-only stream (a host program's): decode as the server encoded
+        stream.write(data.decode(*_stream_codec(stream)))
+    else:
+        binary.write(data)
+        binary.flush()

@@ -1,0 +1,306 @@
+"""The resident server answers the CLI's read-only queries exactly as a fresh process would.
+
+Every test runs real processes: a ``contextgraph resident`` server and ``contextgraph`` clients,
+each answer compared byte for byte (stdout, stderr, exit status) with the same command line run
+with ``CONTEXTGRAPH_NO_RESIDENT=1``. The server's closing line says how many queries it answered,
+which tells a forwarded query from one the client ran itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import Writer
+
+from contextgraph import ContextGraph, launch
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="needs Unix sockets")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), **extra}
+
+
+def run(db: Path, *args: str, cwd: Path | None = None, **env: str) -> tuple[int, bytes, bytes]:
+    """``contextgraph --db DB ARGS`` in a new process: (exit status, stdout, stderr)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "contextgraph", "--db", str(db), *args],
+        env=_env(**env),
+        cwd=cwd,
+        capture_output=True,
+        timeout=120,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def run_here(db: Path, *args: str, **env: str) -> tuple[int, bytes, bytes]:
+    return run(db, *args, **{launch.OPT_OUT: "1", **env})
+
+
+class Server:
+    """A ``contextgraph resident`` process on ``db``, ready when constructed."""
+
+    def __init__(self, db: Path, *, cwd: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "contextgraph", "--db", str(db), "resident"],
+            env=_env(),
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.socket = launch.socket_path(str(db.resolve()))
+        deadline = time.monotonic() + 60
+        while not _accepts(self.socket):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                raise AssertionError(f"the server did not start: {self.proc.communicate()}")
+            time.sleep(0.05)
+
+    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str]:
+        """Stop the server; its exit status and the number of queries it answered."""
+        self.proc.send_signal(sig)
+        _out, err = self.proc.communicate(timeout=60)
+        last = err.decode().strip().splitlines()[-1]
+        assert last.startswith("stopped after "), err
+        return self.proc.returncode, last
+
+
+def _accepts(path: str) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+    return True
+
+
+@pytest.fixture
+def synced(db_path: Path, write: Writer, vault: Path) -> Path:
+    write("a.md", "# Alpha note\n[[Alpha]] and [[Beta]] and [[Gamma]].", created="2026-11-01")
+    write("b.md", "[[Alpha]] with [[Beta]], about search.", created="2026-10-01")
+    write("c.md", "[[Gamma]] and [[Delta]] [[Beta]].", created="2026-09-01")
+    with ContextGraph.open(db_path) as graph:
+        graph.sync([vault])
+    return db_path
+
+
+@pytest.fixture
+def server(synced: Path, tmp_path: Path) -> Iterator[Server]:
+    running = Server(synced, cwd=tmp_path)
+    yield running
+    if running.proc.poll() is None:
+        running.proc.kill()
+        running.proc.communicate()
+
+
+QUERIES = [
+    ("stats", "--json"),
+    ("stats",),
+    ("context", "Alpha"),
+    ("context", "Alpha", "--json", "--depth", "1"),
+    ("context", "Nobody Knows"),
+    ("expand", "Alpha", "Delta", "--json"),
+    ("search", "search"),
+    ("search", "alpha", "--json", "--all"),
+    ("retrieve", "alpha beta", "--json"),
+    ("communities", "--json"),
+    ("visualize", "Beta"),
+    ("read", "a.md"),
+    ("read", "Alpha note", "--json"),
+    ("read", "missing.md"),  # exit 1, one line
+    ("context", "Alpha", "--depth", "99"),  # exit 2, usage
+    ("search",),  # exit 2, a missing argument
+]
+
+
+def test_every_forwarded_query_answers_byte_for_byte_as_a_fresh_process(
+    server: Server, synced: Path
+) -> None:
+    statuses = set()
+    for args in QUERIES:
+        here = run_here(synced, *args)
+        served = run(synced, *args)
+        assert served == here, args
+        statuses.add(here[0])
+    assert statuses == {0, 1, 2}  # answers, refusals and usage errors all came back as they are
+    code, last = server.stop()
+    assert code == 0
+    assert last == f"stopped after {len(QUERIES)} queries"
+    assert not os.path.lexists(server.socket)
+
+
+def test_the_clients_environment_and_working_directory_rule_the_answer(
+    server: Server, synced: Path
+) -> None:
+    # A setting and the clock come from the client's environment, not the server's.
+    env = {"CONTEXTGRAPH_MAX_ENTITIES": "1", "CONTEXTGRAPH_NOW": "2027-06-01T00:00:00Z"}
+    here = run_here(synced, "context", "Beta", "--json", **env)
+    served = run(synced, "context", "Beta", "--json", **env)
+    assert served == here
+    assert len(json.loads(here[1])["directRelations"]) == 1
+    default = run(synced, "context", "Beta", "--json")
+    assert json.loads(default[1])["directRelations"] != json.loads(served[1])["directRelations"]
+    # A relative --db is the client's: the same socket, the same answer.
+    relative = run(Path(synced.name), "stats", "--json", cwd=synced.parent)
+    assert relative == run_here(synced, "stats", "--json")
+    _code, last = server.stop()
+    assert last == "stopped after 3 queries"
+
+
+def test_what_another_process_writes_is_in_the_next_answer(
+    server: Server, synced: Path, vault: Path, write: Writer
+) -> None:
+    before = json.loads(run(synced, "context", "Delta", "--json")[1])
+    assert "epsilon" not in {r["name"] for r in before["directRelations"]}
+    write("d.md", "[[Delta]] meets [[Epsilon]].")
+    with ContextGraph.open(synced) as graph:
+        graph.sync([vault])
+    after = run(synced, "context", "Delta", "--json")
+    assert after == run_here(synced, "context", "Delta", "--json")
+    assert "epsilon" in {r["name"] for r in json.loads(after[1])["directRelations"]}
+    _code, last = server.stop()
+    assert last == "stopped after 2 queries"
+
+
+def test_a_database_replaced_under_the_server_is_opened_anew(
+    server: Server, synced: Path, tmp_path: Path, write: Writer
+) -> None:
+    assert b"gamma" in run(synced, "context", "Alpha")[1]
+    other_vault = tmp_path / "other"
+    write("x.md", "[[Alpha]] and [[Omega]].", root=other_vault)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{synced}{suffix}").unlink(missing_ok=True)
+    with ContextGraph.open(synced) as graph:
+        graph.sync([other_vault])
+    answer = run(synced, "context", "Alpha")
+    assert answer == run_here(synced, "context", "Alpha")
+    assert b"omega" in answer[1] and b"gamma" not in answer[1]
+    _code, last = server.stop()
+    assert last == "stopped after 2 queries"
+
+
+def test_commands_that_write_and_help_run_in_the_client(
+    server: Server, synced: Path, vault: Path, write: Writer
+) -> None:
+    write("e.md", "[[Alpha]] and [[Zeta]].")
+    code, out, _err = run(synced, "sync", str(vault), "--json")
+    assert code == 0 and json.loads(out)["files"]["added"] == 1
+    assert run(synced, "context", "--help") == run_here(synced, "context", "--help")
+    assert run(synced, "--version")[0] == 0
+    _code, last = server.stop()
+    assert last == "stopped after 0 queries"
+
+
+def test_a_client_of_other_code_is_told_stale_and_a_bad_request_is_dropped(
+    server: Server, synced: Path
+) -> None:
+    request = {
+        "argv": ["stats"],
+        "cwd": str(synced.parent),
+        "environ": dict(os.environ),
+        "fingerprint": "not this code",
+        "stdout": ["utf-8", "strict"],
+        "stderr": ["utf-8", "strict"],
+        "lengths": [],
+    }
+    assert _ask(server.socket, json.dumps(request).encode() + b"\n")[0]["status"] == "stale"
+    # A request the server cannot set up (a variable no environment holds, a folder that is
+    # gone) is handed back: the client runs it itself.
+    for change in ({"environ": {"A=B": "1"}}, {"cwd": str(synced.parent / "gone")}):
+        bad = dict(request, fingerprint=launch.fingerprint(), **change)
+        assert _ask(server.socket, json.dumps(bad).encode() + b"\n")[0]["status"] == "refused"
+    # Garbage, a header without its payload, and a request with a field of the wrong type: each
+    # is dropped without an answer, and the server goes on serving.
+    for raw in (b"\xff\xfe not json\n", b'{"lengths": [10]}\n', b'{"argv": 3, "lengths": []}\n'):
+        with pytest.raises(ConnectionError):
+            _ask(server.socket, raw)
+    assert run(synced, "stats", "--json") == run_here(synced, "stats", "--json")
+    _code, last = server.stop()
+    assert last == "stopped after 1 queries"
+
+
+def _ask(path: str, raw: bytes) -> tuple[dict[str, object], list[bytes]]:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(path)
+        conn.sendall(raw)
+        conn.shutdown(socket.SHUT_WR)
+        with conn.makefile("rb") as reader:
+            return launch.receive_message(reader, limit=1 << 30)
+
+
+def test_one_server_a_database_and_a_dead_servers_socket_is_replaced(
+    server: Server, synced: Path, tmp_path: Path
+) -> None:
+    code, out, err = run(synced, "resident")
+    assert code == 1 and out == b""
+    assert err.decode().startswith("Error: a resident server already serves ")
+    assert len(err.decode().strip().splitlines()) == 1
+    server.proc.kill()  # no chance to remove its socket
+    server.proc.communicate()
+    assert os.path.lexists(server.socket)
+    assert run(synced, "stats", "--json") == run_here(synced, "stats", "--json")  # ran here
+    again = Server(synced, cwd=tmp_path)
+    assert run(synced, "stats")[0] == 0
+    code, last = again.stop(signal.SIGINT)
+    assert (code, last) == (130, "stopped after 1 queries")
+
+
+def test_a_missing_database_fails_the_start_in_one_line(tmp_path: Path) -> None:
+    code, out, err = run(tmp_path / "absent.db", "resident")
+    assert code == 1 and out == b""
+    assert err.startswith(b"Error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_a_forwarding_client_loads_neither_click_nor_sqlalchemy(
+    server: Server, synced: Path
+) -> None:
+    probe = (
+        "import sys\n"
+        "from contextgraph.launch import forward\n"
+        f"code = forward(['--db', {str(synced)!r}, 'stats', '--json'])\n"
+        "assert code == 0, code\n"
+        "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=_env(), capture_output=True, text=True, check=True
+    )
+    loaded = set(done.stderr.split())
+    assert not {m.split(".")[0] for m in loaded} & {"click", "sqlalchemy", "typing"}
+    assert not {"contextgraph.api", "contextgraph.settings", "contextgraph.cli"} & loaded
+    assert json.loads(done.stdout)["files"] == {"note": 3}
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["context", "X"], ("context", None)),
+        (["--db", "a.db", "context", "X"], ("context", "a.db")),
+        (["context", "X", "--db=b.db"], ("context", "b.db")),
+        (["search", "q", "--db", "c.db", "--json"], ("search", "c.db")),
+        (["context", "--help"], None),
+        (["--version"], None),
+        (["--db"], None),
+        (["-x", "context"], None),
+        (["search", "--", "--db"], None),
+        ([], None),
+    ],
+)
+def test_the_light_scan_finds_the_command_and_database_or_gives_up(
+    argv: list[str], expected: tuple[str, str | None] | None
+) -> None:
+    assert launch.command_and_database(argv) == expected
+
+
+def test_no_server_or_the_opt_out_means_the_client_answers(synced: Path) -> None:
+    assert launch.forward(["--db", str(synced), "stats"]) is None  # nobody listens
+    assert run(synced, "stats", "--json") == run_here(synced, "stats", "--json")
