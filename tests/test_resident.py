@@ -255,6 +255,14 @@ def test_one_server_a_database_and_a_dead_servers_socket_is_replaced(
     assert (code, last) == (130, "stopped after 1 queries")
 
 
+def test_a_server_of_an_empty_database_answers_too(db_path: Path, tmp_path: Path) -> None:
+    assert run_here(db_path, "init")[0] == 0
+    empty = Server(db_path, cwd=tmp_path)
+    for args in (("stats", "--json"), ("context", "Alpha", "--json"), ("search", "alpha")):
+        assert run(db_path, *args) == run_here(db_path, *args)
+    assert empty.stop() == (0, "stopped after 3 queries")
+
+
 def test_a_missing_database_fails_the_start_in_one_line(tmp_path: Path) -> None:
     code, out, err = run(tmp_path / "absent.db", "resident")
     assert code == 1 and out == b""
