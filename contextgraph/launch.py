@@ -179,17 +179,17 @@ def forward(argv: Sequence[str]) -> int | None:
     path = socket_path(key)
     if len(path) > SOCKET_PATH_LIMIT:
         return None
-    request = {
-        "argv": list(argv),
-        "cwd": os.getcwd(),
-        "environ": dict(os.environ),
-        "fingerprint": fingerprint(),
-        "stdout": _stream_codec(sys.stdout),
-        "stderr": _stream_codec(sys.stderr),
-    }
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.connect(path)
+            conn.connect(path)  # first: with no server, a run here pays for nothing more
+            request = {
+                "argv": list(argv),
+                "cwd": os.getcwd(),
+                "environ": dict(os.environ),
+                "fingerprint": fingerprint(),
+                "stdout": _stream_codec(sys.stdout),
+                "stderr": _stream_codec(sys.stderr),
+            }
             send_message(conn, request)
             conn.shutdown(socket.SHUT_WR)
             with conn.makefile("rb") as reader:
