@@ -229,6 +229,42 @@ def test_a_client_of_other_code_is_told_stale_and_a_bad_request_is_dropped(
     assert last == "stopped after 1 queries"
 
 
+def test_clients_at_once_are_answered_in_turn_and_one_that_leaves_costs_nothing(
+    server: Server, synced: Path
+) -> None:
+    request = {
+        "argv": ["context", "Alpha", "--json"],
+        "cwd": str(synced.parent),
+        "environ": dict(os.environ),
+        "fingerprint": launch.fingerprint(),
+        "stdout": ["utf-8", "strict"],
+        "stderr": ["utf-8", "strict"],
+        "lengths": [],
+    }
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as leaving:
+        leaving.connect(server.socket)
+        leaving.sendall(json.dumps(request).encode() + b"\n")
+    # ...gone before its answer. Now six clients at once, each with its own question.
+    queries = [("context", name, "--json") for name in ("Alpha", "Beta", "Gamma")] * 2
+    expected = [run_here(synced, *q) for q in queries]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "contextgraph", "--db", str(synced), *q],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for q in queries
+    ]
+    answers = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        answers.append((proc.returncode, out, err))
+    assert answers == expected
+    _code, last = server.stop()
+    assert last == "stopped after 7 queries"  # the one that left was answered too, to nobody
+
+
 def _ask(path: str, raw: bytes) -> tuple[dict[str, object], list[bytes]]:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.connect(path)
