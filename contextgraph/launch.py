@@ -196,7 +196,8 @@ def forward(argv: Sequence[str]) -> int | None:
                 header, (out, err) = receive_message(reader, limit=MAX_ANSWER_BYTES)
     except (OSError, ValueError):  # no server, a dead one's socket, or one that went away
         return None
-    if header.get("status") != "done":  # "stale" code or a command it does not run
+    code = header.get("exit")
+    if header.get("status") != "done" or not isinstance(code, int):  # "stale", "refused"
         return None
     try:
         _write(sys.stdout, out)
@@ -204,7 +205,7 @@ def forward(argv: Sequence[str]) -> int | None:
     except BrokenPipeError:  # the reader went away (`| head`): end quietly, as the CLI does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    return int(header["exit"])
+    return code
 
 
 def _write(stream: TextIO, data: bytes) -> None:

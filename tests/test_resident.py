@@ -221,7 +221,12 @@ def test_a_client_of_other_code_is_told_stale_and_a_bad_request_is_dropped(
         assert _ask(server.socket, json.dumps(bad).encode() + b"\n")[0]["status"] == "refused"
     # Garbage, a header without its payload, and a request with a field of the wrong type: each
     # is dropped without an answer, and the server goes on serving.
-    for raw in (b"\xff\xfe not json\n", b'{"lengths": [10]}\n', b'{"argv": 3, "lengths": []}\n'):
+    for raw in (
+        b"\xff\xfe not json\n",
+        b'{"lengths": [10]}\n',
+        b'{"argv": 3, "lengths": []}\n',
+        b"[" * 200_000 + b"\n",  # deeper than the JSON parser recurses
+    ):
         with pytest.raises(ConnectionError):
             _ask(server.socket, raw)
     assert run(synced, "stats", "--json") == run_here(synced, "stats", "--json")

@@ -133,7 +133,7 @@ class Resident:
             try:
                 header, _ = launch.receive_message(reader, launch.MAX_REQUEST_BYTES)
                 request = _Request.from_header(header)
-            except (ConnectionError, ValueError, TypeError) as exc:
+            except (ConnectionError, ValueError, TypeError, RecursionError) as exc:
                 log.warning("ignored a malformed request: %s", exc)
                 return
         conn.settimeout(None)
