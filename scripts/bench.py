@@ -202,13 +202,8 @@ def query_sets(names: list[str]) -> tuple[list[str], list[str]]:
     return common, selective
 
 
-def bench_cli(
-    db_file: Path | str,
-    targets: tuple[str, str, str | None],
-    runs: int,
-    import_runs: int,
-) -> dict[str, Any]:
-    """CLI wall time per command, process start included (what a user feels), and floors."""
+def cli_commands(targets: tuple[str, str, str | None], *, with_sync: bool) -> dict[str, list[str]]:
+    """The timed CLI command lines, by name (a no-change ``sync`` only ``with_sync``)."""
     hub, middle, uri = targets
     commands = {
         "context_hub": ["context", hub],
@@ -218,10 +213,22 @@ def bench_cli(
         "expand": ["expand", middle],
         "retrieve": ["retrieve", "graph"],
         "communities": ["communities"],
-        "sync_nochange": ["sync"],
     }
+    if with_sync:
+        commands["sync_nochange"] = ["sync"]
     if uri is not None:  # last: a read makes its note fresh
         commands["read"] = ["read", uri]
+    return commands
+
+
+def bench_cli(
+    db_file: Path | str,
+    targets: tuple[str, str, str | None],
+    runs: int,
+    import_runs: int,
+) -> dict[str, Any]:
+    """CLI wall time per command, process start included (what a user feels), and floors."""
+    commands = cli_commands(targets, with_sync=True)
     walls: dict[str, Any] = {}
     for name, args in commands.items():
         walls[name] = cli_wall(db_file, args, runs)
@@ -253,18 +260,7 @@ def bench_cli_resident(
     """
     from contextgraph import launch
 
-    hub, middle, uri = targets
-    commands = {
-        "context_hub": ["context", hub],
-        "context_median_degree": ["context", middle],
-        "search_common_word": ["search", "graph"],
-        "stats": ["stats"],
-        "expand": ["expand", middle],
-        "retrieve": ["retrieve", "graph"],
-        "communities": ["communities"],
-    }
-    if uri is not None:
-        commands["read"] = ["read", uri]
+    commands = cli_commands(targets, with_sync=False)
     env = child_env(db_file)
     env.pop("CONTEXTGRAPH_NO_RESIDENT")
     server = subprocess.Popen(

@@ -204,20 +204,12 @@ def test_commands_that_write_and_help_run_in_the_client(
 def test_a_client_of_other_code_is_told_stale_and_a_bad_request_is_dropped(
     server: Server, synced: Path
 ) -> None:
-    request = {
-        "argv": ["stats"],
-        "cwd": str(synced.parent),
-        "environ": dict(os.environ),
-        "fingerprint": "not this code",
-        "stdout": ["utf-8", "strict"],
-        "stderr": ["utf-8", "strict"],
-        "lengths": [],
-    }
+    request = _request(synced, "stats", fingerprint="not this code")
     assert _ask(server.socket, json.dumps(request).encode() + b"\n")[0]["status"] == "stale"
     # A request the server cannot set up (a variable no environment holds, a folder that is
     # gone) is handed back: the client runs it itself.
     for change in ({"environ": {"A=B": "1"}}, {"cwd": str(synced.parent / "gone")}):
-        bad = dict(request, fingerprint=launch.fingerprint(), **change)
+        bad = _request(synced, "stats", **change)
         assert _ask(server.socket, json.dumps(bad).encode() + b"\n")[0]["status"] == "refused"
     # Garbage, a header without its payload, and a request with a field of the wrong type: each
     # is dropped without an answer, and the server goes on serving.
@@ -237,15 +229,7 @@ def test_a_client_of_other_code_is_told_stale_and_a_bad_request_is_dropped(
 def test_clients_at_once_are_answered_in_turn_and_one_that_leaves_costs_nothing(
     server: Server, synced: Path
 ) -> None:
-    request = {
-        "argv": ["context", "Alpha", "--json"],
-        "cwd": str(synced.parent),
-        "environ": dict(os.environ),
-        "fingerprint": launch.fingerprint(),
-        "stdout": ["utf-8", "strict"],
-        "stderr": ["utf-8", "strict"],
-        "lengths": [],
-    }
+    request = _request(synced, "context", "Alpha", "--json")
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as leaving:
         leaving.connect(server.socket)
         leaving.sendall(json.dumps(request).encode() + b"\n")
@@ -268,6 +252,20 @@ def test_clients_at_once_are_answered_in_turn_and_one_that_leaves_costs_nothing(
     assert answers == expected
     _code, last = server.stop()
     assert last == "stopped after 7 queries"  # the one that left was answered too, to nobody
+
+
+def _request(synced: Path, *argv: str, **fields: object) -> dict[str, object]:
+    """A request as :func:`contextgraph.launch.forward` makes it, with ``fields`` changed."""
+    request: dict[str, object] = {
+        "argv": list(argv),
+        "cwd": str(synced.parent),
+        "environ": dict(os.environ),
+        "fingerprint": launch.fingerprint(),
+        "stdout": ["utf-8", "strict"],
+        "stderr": ["utf-8", "strict"],
+        "lengths": [],
+    }
+    return {**request, **fields}
 
 
 def _ask(path: str, raw: bytes) -> tuple[dict[str, object], list[bytes]]:
