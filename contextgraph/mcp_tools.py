@@ -54,7 +54,10 @@ class ServerState:
     def get(self) -> ContextGraph:
         with self._lock:
             if self._graph is None:
-                self._graph = ContextGraph.open(self.database, settings=Settings.from_env())
+                # A read-only server writes nothing, a new database file included.
+                self._graph = ContextGraph.open(
+                    self.database, settings=Settings.from_env(), create=not self.read_only
+                )
             return self._graph
 
     def close(self) -> None:

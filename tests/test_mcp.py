@@ -389,6 +389,14 @@ async def test_a_read_only_server_offers_no_write_tool_and_registers_nothing(
     assert [s.name for s in store.sources()] == ["vault"]
 
 
+async def test_a_read_only_server_on_a_missing_database_creates_none(db_path: Path) -> None:
+    async with Client(create_server(str(db_path), read_only=True)) as connected:
+        for tool, args in (("search_memories", {"query": "x"}), ("sync", {})):
+            message = await fail(connected, tool, **args)
+            assert "no database at " in message, message
+    assert not db_path.exists()
+
+
 async def test_allow_bounds_which_folders_sync_may_register(db_path: Path, tmp_path: Path) -> None:
     allowed = tmp_path / "allowed"
     (allowed / "notes").mkdir(parents=True)
