@@ -50,9 +50,9 @@ def run_here(db: Path, *args: str, **env: str) -> tuple[int, bytes, bytes]:
 class Server:
     """A ``contextgraph resident`` process on ``db``, ready when constructed."""
 
-    def __init__(self, db: Path, *, cwd: Path) -> None:
+    def __init__(self, db: Path, *, cwd: Path, given: str | None = None) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "contextgraph", "--db", str(db), "resident"],
+            [sys.executable, "-m", "contextgraph", "--db", given or str(db), "resident"],
             env=_env(),
             cwd=cwd,
             stdout=subprocess.PIPE,
@@ -155,6 +155,20 @@ def test_the_clients_environment_and_working_directory_rule_the_answer(
     assert relative == run_here(synced, "stats", "--json")
     _code, last = server.stop()
     assert last == "stopped after 3 queries"
+
+
+def test_a_server_started_with_a_relative_path_serves_clients_anywhere(
+    synced: Path, tmp_path: Path
+) -> None:
+    server = Server(synced, cwd=synced.parent, given=synced.name)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    # Other settings make the server open the database again, from the client's folder.
+    env = {"CONTEXTGRAPH_MAX_ENTITIES": "1"}
+    served = run(synced, "context", "Beta", "--json", cwd=elsewhere, **env)
+    assert served == run_here(synced, "context", "Beta", "--json", **env)
+    assert served[0] == 0
+    assert server.stop() == (0, "stopped after 1 queries")
 
 
 def test_what_another_process_writes_is_in_the_next_answer(

@@ -205,8 +205,8 @@ class Resident:
         if graph is not None and db.current_revision(graph.engine) != db.SCHEMA_HEAD:
             self._drop(settings)  # migrated or reverted by another process: open it anew
             graph = None
-        if graph is None:
-            graph = ContextGraph.open(self.database, settings=settings, create=False)
+        if graph is None:  # by its key: a relative path was the server's, not the client's
+            graph = ContextGraph.open(self.key, settings=settings, create=False)
             if len(self._graphs) >= KEPT_GRAPHS:
                 self._drop(next(iter(self._graphs)))
             self._graphs[settings] = graph
