@@ -40,6 +40,7 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 MAX_REQUEST_BYTES = 8 * 1024 * 1024  # argv, cwd and environment; far above any real command line
 MAX_ANSWER_BYTES = 1 << 40  # what a command prints is the command's business
 SOCKET_PATH_LIMIT = 100  # sun_path is 104-108 bytes, terminator included
+_FS, _FS_ERRORS = "utf-8", "surrogateescape"
 
 
 def command_and_database(argv: Sequence[str]) -> tuple[str, str | None] | None:
@@ -123,13 +124,15 @@ def fingerprint() -> str:
     or an edit of an editable install changes it). About a millisecond.
     """
     root = os.path.dirname(os.path.abspath(__file__))
-    digest = hashlib.sha256(f"{sys.executable}\0{sys.version}\0{root}".encode())
+    # surrogateescape: a path that is not UTF-8 (bytes decoded by the file system) still hashes
+    digest = hashlib.sha256(f"{sys.executable}\0{sys.version}\0{root}".encode(_FS, _FS_ERRORS))
     for folder, folders, files in os.walk(root):
         folders[:] = sorted(f for f in folders if f != "__pycache__")
         for name in sorted(files):
             if name.endswith(".py"):
                 st = os.stat(os.path.join(folder, name))
-                digest.update(f"\0{folder}/{name}:{st.st_size}:{st.st_mtime_ns}".encode())
+                line = f"\0{folder}/{name}:{st.st_size}:{st.st_mtime_ns}"
+                digest.update(line.encode(_FS, _FS_ERRORS))
     return digest.hexdigest()
 
 
