@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from contextgraph.errors import ContextGraphError
-from contextgraph.launch import EXIT_INTERRUPTED
+from contextgraph.launch import EXIT_INTERRUPTED, quiet_closed_stdout
 from contextgraph.limits import Bound
 from contextgraph.settings import Settings
 
@@ -62,16 +61,6 @@ class Command(click.Command):
         self.params.append(_db_option())
 
 
-def _quiet_closed_stdout() -> None:
-    # The reader went away (`| head`): point stdout at /dev/null so the final flush at exit
-    # cannot raise again, and end quietly.
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass  # no real stdout to redirect (a test runner's buffer): nothing will flush it
-
-
 class Group(click.Group):
     """A group that turns library errors (and anything unexpected) into one-line messages."""
 
@@ -94,7 +83,7 @@ class Group(click.Group):
             click.echo("interrupted", err=True)
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
         except BrokenPipeError:
-            _quiet_closed_stdout()
+            quiet_closed_stdout()
             raise click.exceptions.Exit(0) from None
         except Exception as exc:  # no traceback reaches a CLI user
             if _is_driver_error(exc):  # the driver's message only: never the SQL statement

@@ -57,7 +57,6 @@ class Resident:
             raise InvalidArgument("a resident server needs a database file or URL, not :memory:")
         if not hasattr(socket, "AF_UNIX"):
             raise InvalidArgument("a resident server needs Unix sockets, which this system lacks")
-        self.database = database
         self.key = key
         self.socket_path = launch.socket_path(key)
         if len(self.socket_path) > launch.SOCKET_PATH_LIMIT:
