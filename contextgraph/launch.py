@@ -12,7 +12,8 @@ Anything else runs here, exactly as without a server: other commands, ``--help``
 ``--version``, no server (or a socket left by one that died), a server running other code than
 this process (after an upgrade or an edit: :func:`fingerprint`), a platform without Unix
 sockets, or ``CONTEXTGRAPH_NO_RESIDENT=1``. A server that goes away mid-answer is also answered
-here: the forwarded commands only read (``read`` records the read, at worst twice).
+here: the forwarded commands are queries, so running one again is harmless (``read`` records the
+read, at worst twice; ``communities --rebuild`` recomputes the communities again).
 
 This module is imported by every CLI run, so it loads only the standard library's light modules
 (``socket``, ``json``, ``hashlib``); the server half is :mod:`contextgraph.cli.resident`.
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any, BinaryIO, TextIO
 
-# Commands a resident server answers: those that only read the database.
+# Commands a resident server answers: the queries (``read`` and ``communities --rebuild`` write).
 FORWARDED = frozenset(
     {"context", "expand", "search", "read", "retrieve", "visualize", "communities", "stats"}
 )
