@@ -1,4 +1,4 @@
-"""The resident server: one process that answers the CLI's read-only queries on one database.
+"""The resident server: one process that answers the CLI's queries on one database.
 
 ``contextgraph resident`` runs :meth:`Resident.serve` in the foreground until it is stopped. A
 CLI run whose command it serves (:data:`contextgraph.launch.FORWARDED`) connects to its socket
