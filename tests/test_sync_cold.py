@@ -9,15 +9,19 @@ store whose next sync (of any kind) recreates what was dropped before writing an
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import Writer, kill_sync_mid_way, snapshot, write_topic_notes
-from sqlalchemy import text
+from sqlalchemy import Connection, text
+from sqlalchemy.exc import IntegrityError
 
 from contextgraph import ContextGraph, Settings
 from contextgraph.store import db, meta
-from contextgraph.sync import coldload
+from contextgraph.sync import coldload, run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -206,3 +210,50 @@ def test_a_no_change_sync_does_not_write(
     assert writes == []
     with db.read(store.engine) as conn:
         assert meta.graph_version(conn) == version
+
+
+def test_only_a_cold_load_writes_without_foreign_key_checks(
+    tmp_path: Path, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def checks(conn: Connection) -> int:
+        return int(conn.exec_driver_sql("PRAGMA foreign_keys").scalar_one())
+
+    writes: list[int] = []  # every write transaction's setting
+    batches: list[int] = []  # the file batches' setting
+    real_write, real_apply = db.write, run.apply_ops
+
+    @contextmanager
+    def spying_write(*args: Any, **kwargs: Any) -> Iterator[Connection]:
+        with real_write(*args, **kwargs) as conn:
+            writes.append(checks(conn))
+            yield conn
+
+    def spying_apply(conn: Connection, *args: Any, **kwargs: Any) -> tuple[bool, bool]:
+        batches.append(checks(conn))
+        return real_apply(conn, *args, **kwargs)
+
+    monkeypatch.setattr(db, "write", spying_write)
+    monkeypatch.setattr(run, "apply_ops", spying_apply)
+    _notes(write, 12)
+    cold = Settings.from_env(batch_files=5, workers=1)
+    with ContextGraph.open(tmp_path / "graph.db", settings=cold) as graph:
+        graph.sync([vault])
+        assert batches == [0, 0, 0]  # 12 files in batches of 5
+        assert writes.count(0) == 3 and len(writes) > 3  # the source, the restore, communities
+        writes.clear()
+        batches.clear()
+        write("n000.md", "[[Topic 0]] and [[Brand New]]\n")
+        graph.sync()  # a store with files: every write checks
+        assert batches == [1] and set(writes) == {1}
+        with real_write(graph.engine) as conn:  # the pooled connection has its checks back
+            assert checks(conn) == 1
+            with pytest.raises(IntegrityError):
+                conn.exec_driver_sql(
+                    "INSERT INTO mentions (file_id, concept_id, count) VALUES (999999, 1, 1)"
+                )
+        assert graph.doctor().ok
+
+
+def test_a_sync_leaves_the_writing_process_a_core() -> None:
+    assert [run.pool_size(0, cores) for cores in (1, 2, 3, 4, 8, 64)] == [0, 1, 2, 3, 4, 4]
+    assert [run.pool_size(workers, 2) for workers in (1, 2, 6)] == [0, 2, 6]  # as set

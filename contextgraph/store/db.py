@@ -10,8 +10,8 @@ transaction-level advisory lock (writers run one at a time, as SQLite's do, so n
 writers can deadlock or see each other's half-done batches), and a read transaction is
 ``REPEATABLE READ READ ONLY`` (one snapshot, never blocking a writer). Serialization failures and
 deadlocks (from other clients of the server) are retried by :func:`run_write`. One sync per
-database is a session-level advisory lock (:func:`sync_lock`), freed by the server when the
-session ends however the process died.
+database is a session-level advisory lock (:func:`contextgraph.store.pglock.sync_lock`), freed
+by the server when the session ends however the process died.
 """
 
 from __future__ import annotations
@@ -202,16 +202,22 @@ def make_engine(
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        mode = conn.get_execution_options().get("contextgraph_write", False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if mode else "BEGIN")
+        options = conn.get_execution_options()
+        if not options.get("contextgraph_write", False):
+            conn.exec_driver_sql("BEGIN")
+            return
+        # Outside a transaction SQLite takes the switch; inside one it would ignore it. Every
+        # write sets it, so a connection a cold load left without checks gets them back.
+        checks = "ON" if options.get("contextgraph_foreign_keys", True) else "OFF"
+        conn.exec_driver_sql(f"PRAGMA foreign_keys = {checks}")
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     _engines.add(engine)
     return engine
 
 
-# Advisory lock keys (any 64-bit numbers; these spell "cg-write" and "cg-sync").
-WRITE_LOCK_KEY = 0x63672D7772697465
-SYNC_LOCK_KEY = 0x63672D73796E63
+# The writers' advisory lock key (any 64-bit number; this one spells "cg-write").
+WRITE_LOCK_KEY = 0x63672D7772697465  # (the sync lock's key is in contextgraph.store.pglock)
 # SQLSTATEs a writer retries: serialization_failure, deadlock_detected.
 _RETRY_SQLSTATES = frozenset({"40001", "40P01"})
 # Connections per process: an MCP server's threads plus a sync (its lock session is separate).
@@ -286,7 +292,9 @@ def is_retryable(exc: BaseException) -> bool:
     return _sqlstate(exc) in _RETRY_SQLSTATES
 
 
-def run_write(engine: Engine, fn: Any, *, retry_seconds: float = 120.0) -> Any:
+def run_write(
+    engine: Engine, fn: Any, *, retry_seconds: float = 120.0, foreign_keys: bool = True
+) -> Any:
     """Run ``fn(conn)`` in a write transaction, retrying it on serialization failures/deadlocks.
 
     On SQLite this is exactly one :func:`write` (its writers never deadlock). ``fn`` must have
@@ -294,7 +302,7 @@ def run_write(engine: Engine, fn: Any, *, retry_seconds: float = 120.0) -> Any:
     """
 
     def attempt() -> Any:
-        with write(engine, retry_seconds=retry_seconds) as conn:
+        with write(engine, retry_seconds=retry_seconds, foreign_keys=foreign_keys) as conn:
             return fn(conn)
 
     def before_sleep(exc: BaseException) -> None:
@@ -308,34 +316,6 @@ def run_write(engine: Engine, fn: Any, *, retry_seconds: float = 120.0) -> Any:
         cap=0.5,
         before_sleep=before_sleep,
     )
-
-
-@contextmanager
-def sync_lock(engine: Engine, *, wait: bool = True) -> Iterator[None]:
-    """Hold PostgreSQL's one-sync-per-database lock: a session-level advisory lock.
-
-    The lock lives on its own session (not a pooled connection, which would keep it after
-    being returned), so the server frees it when the session ends, whatever killed the process.
-    """
-    import psycopg
-
-    from contextgraph.errors import SyncInProgress
-
-    conninfo = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-    try:
-        session = psycopg.connect(conninfo, autocommit=True, application_name="contextgraph-sync")
-    except psycopg.Error as exc:
-        raise DatabaseError(f"cannot connect to the database: {exc}") from exc
-    try:
-        if wait:
-            session.execute("SELECT pg_advisory_lock(%s)", (SYNC_LOCK_KEY,))
-        else:
-            row = session.execute("SELECT pg_try_advisory_lock(%s)", (SYNC_LOCK_KEY,)).fetchone()
-            if not row or not row[0]:
-                raise SyncInProgress("a sync is already running on this database")
-        yield
-    finally:
-        session.close()  # ending the session releases the lock
 
 
 def _ensure_math_functions(dbapi_connection: sqlite3.Connection) -> None:
@@ -423,17 +403,26 @@ def _translated(engine: Engine) -> Iterator[None]:
 
 
 @contextmanager
-def write(engine: Engine, *, retry_seconds: float = 120.0) -> Iterator[Connection]:
+def write(
+    engine: Engine, *, retry_seconds: float = 120.0, foreign_keys: bool = True
+) -> Iterator[Connection]:
     """Open a ``BEGIN IMMEDIATE`` transaction, waiting (and retrying) while another writer works.
 
     The busy timeout already makes SQLite wait; on top of it we retry the BEGIN with backoff so a
     long writer elsewhere turns into a longer wait here, never into "database is locked".
+
+    ``foreign_keys=False`` turns SQLite's foreign-key checks off for this one transaction: only
+    for a writer whose rows refer to nothing but rows it wrote itself or that no other writer
+    may delete meanwhile (a cold load's batches, contextgraph/sync/coldload.py). Each check is
+    an index lookup per inserted row and key (PostgreSQL keeps its checks).
     """
     if is_read_only(engine):
         raise ReadOnlyDatabase(f"{_where(engine)} is read-only: cannot write to it")
     with _translated(engine):
         conn = engine.connect().execution_options(
-            contextgraph_write=True, contextgraph_wait=retry_seconds
+            contextgraph_write=True,
+            contextgraph_wait=retry_seconds,
+            contextgraph_foreign_keys=foreign_keys,
         )
     locked_for = f"the database stayed locked by another writer for {retry_seconds:.0f} s"
     waited = False

@@ -149,3 +149,54 @@ def _is_utf8(name: str) -> bool:
 
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def pick(
+    root: Path, paths: list[str], exclude: list[Path]
+) -> tuple[list[ScannedFile], list[str]] | None:
+    """The files among ``paths`` a full scan would take, and every path asked about.
+
+    None when a full sync is needed instead (a folder, or a symlinked folder on the way).
+    """
+    real_root = os.path.realpath(root)
+    excluded = {os.path.realpath(p) for p in exclude}
+    files: list[ScannedFile] = []
+    for rel in paths:
+        abspath = os.path.join(real_root, rel)
+        parent = os.path.dirname(rel)
+        folder = os.path.dirname(abspath)
+        expected = os.path.join(real_root, parent).rstrip(os.sep)
+        if os.path.isdir(abspath) or (
+            os.path.lexists(folder) and os.path.realpath(folder) != expected
+        ):
+            return None
+        kind = file_kind(os.path.basename(rel))
+        if kind is None and not os.path.lexists(abspath):
+            return None  # perhaps a folder that was deleted or moved away: walk the source
+        if not scannable(real_root, rel) or os.path.realpath(abspath) in excluded:
+            continue
+        try:
+            target = os.path.realpath(abspath)
+            st = os.stat(abspath)
+        except OSError:
+            continue  # gone (or a dangling link): retracted below if the store has it
+        if kind is None or not stat.S_ISREG(st.st_mode):
+            continue
+        if not (target == real_root or target.startswith(real_root + os.sep)):
+            continue  # a link out of the source: never followed
+        files.append(ScannedFile(rel, abspath, kind, st.st_size, st.st_mtime_ns))
+    return files, paths
+
+
+def scannable(real_root: str, rel: str) -> bool:
+    """Whether the walk of :func:`scan` would enter every folder on the way to ``rel``."""
+    parts = rel.split("/")
+    if any(p.startswith(".") or not p for p in parts):
+        return False
+    folders = parts[:-1]
+    for i, name in enumerate(folders):
+        if name in SKIPPED_DIRS:
+            return False
+        if os.path.exists(os.path.join(real_root, *folders[: i + 1], "pyvenv.cfg")):
+            return False
+    return True

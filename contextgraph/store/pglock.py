@@ -1,0 +1,38 @@
+"""PostgreSQL's one-sync-per-database lock: a session-level advisory lock on the server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine
+
+from contextgraph.errors import DatabaseError, SyncInProgress
+
+SYNC_LOCK_KEY = 0x63672D73796E63  # any 64-bit number; this one spells "cg-sync"
+
+
+@contextmanager
+def sync_lock(engine: Engine, *, wait: bool = True) -> Iterator[None]:
+    """Hold PostgreSQL's one-sync-per-database lock: a session-level advisory lock.
+
+    The lock lives on its own session (not a pooled connection, which would keep it after
+    being returned), so the server frees it when the session ends, whatever killed the process.
+    """
+    import psycopg
+
+    conninfo = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    try:
+        session = psycopg.connect(conninfo, autocommit=True, application_name="contextgraph-sync")
+    except psycopg.Error as exc:
+        raise DatabaseError(f"cannot connect to the database: {exc}") from exc
+    try:
+        if wait:
+            session.execute("SELECT pg_advisory_lock(%s)", (SYNC_LOCK_KEY,))
+        else:
+            row = session.execute("SELECT pg_try_advisory_lock(%s)", (SYNC_LOCK_KEY,)).fetchone()
+            if not row or not row[0]:
+                raise SyncInProgress("a sync is already running on this database")
+        yield
+    finally:
+        session.close()  # ending the session releases the lock
