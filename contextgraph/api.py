@@ -19,7 +19,7 @@ from contextgraph.errors import (
     UnsafePath,
 )
 from contextgraph.launch import default_database
-from contextgraph.limits import NAME
+from contextgraph.limits import NAME, SYNC_MAX_PATHS, replace_lone_surrogates
 from contextgraph.settings import Settings, parse_datetime
 from contextgraph.store import db
 from contextgraph.store.sources import SourceInfo, get_source, list_sources, register
@@ -40,11 +40,7 @@ def clean(text: str) -> str:
     """Replace lone surrogates (unencodable in UTF-8, so unbindable in SQLite) with U+FFFD."""
     if not isinstance(text, str):
         raise InvalidArgument(f"expected text, got {type(text).__name__}")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return text
+    return replace_lone_surrogates(text)
 
 
 class ContextGraph:
@@ -178,6 +174,11 @@ class ContextGraph:
             paths = [paths]
         if name is not None and len(paths) != 1:
             raise InvalidArgument("a source name applies to exactly one folder")
+        if len(paths) > SYNC_MAX_PATHS:
+            raise InvalidArgument(
+                f"at most {SYNC_MAX_PATHS} folders in one sync (got {len(paths)}): register the "
+                "rest in another call; a sync with no folder syncs every source"
+            )
         self._writable("sync")
         if not paths and not self.sources():
             raise SourceError("no sources registered: give a folder to sync")

@@ -7,9 +7,18 @@ names the argument as the library spells it; each door words its own flag.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from contextgraph.errors import InvalidArgument
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a str never holds a paired surrogate
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (which UTF-8 cannot encode, nor SQLite bind) made one
+    U+FFFD. Encoding with ``surrogatepass`` and decoding with ``replace`` would give three."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,8 @@ EXPAND_MAX_DEPTH = Bound("max_depth", 1, 5)
 EXPAND_MAX_NODES = Bound("max_nodes", 1, 500)
 EXPAND_MAX_SEEDS = 100
 EXPAND_DIRECTIONS = ("both", "out", "in")  # both ways, what the seeds use, what uses them
+# Sync: the folders one call may name (a new one becomes a source).
+SYNC_MAX_PATHS = 100
 # Search (SPEC §9). The page bound keeps the row offset well inside SQLite's 64-bit integers.
 SEARCH_LIMIT = Bound("limit", 1, 100)
 SEARCH_PAGE = Bound("page", 1, 1_000_000)

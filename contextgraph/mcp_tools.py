@@ -225,7 +225,7 @@ def sync(
     paths: Annotated[
         list[PathText],
         Field(
-            max_length=100,
+            max_length=limits.SYNC_MAX_PATHS,
             description="Folders to sync; a new folder becomes a source. Empty = all sources.",
         ),
     ] = [],  # noqa: B006  (pydantic validates a fresh copy for every call)

@@ -102,6 +102,7 @@ async def test_tools_are_listed_with_bounded_parameters(client: Client) -> None:
     assert (seeds["minItems"], seeds["maxItems"]) == (1, 100)
     assert tools["read_memory"].input_schema["properties"]["identifier"]["maxLength"] == 4096
     assert tools["sync"].input_schema.get("required", []) == []
+    assert tools["sync"].input_schema["properties"]["paths"]["maxItems"] == 100
     for tool in tools.values():
         assert tool.description and "Examples:" in tool.description
         assert not tool.description.startswith(" "), "descriptions are dedented"

@@ -105,6 +105,22 @@ def test_resyncing_a_source_by_its_folder_is_still_fine(
         assert [s.name for s in graph.sources()] == ["mine"]
 
 
+def test_one_sync_names_at_most_100_folders_in_every_door(
+    runner: CliRunner, store: ContextGraph, tmp_path: Path
+) -> None:
+    folders = []
+    for n in range(101):
+        folders.append(tmp_path / f"f{n:03d}")
+        folders[-1].mkdir()
+    with pytest.raises(InvalidArgument, match="at most 100 folders in one sync"):
+        store.sync(folders)
+    assert store.sources() == []  # refused before anything was registered
+    code, _, err = invoke(runner, tmp_path / "cli.db", "sync", *map(str, folders))
+    assert code == 2 and "at most 100 PATHs (got 101)" in err
+    assert not (tmp_path / "cli.db").exists()
+    assert len(store.sync(folders[:100]).sources) == 100
+
+
 def test_library_refuses_overlapping_sources(
     store: ContextGraph, two_vaults: tuple[Path, Path]
 ) -> None:

@@ -49,6 +49,20 @@ def test_write_note_creates_folders_and_is_searchable_when_it_returns(
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".")], "no temp file left"
 
 
+def test_each_lone_surrogate_becomes_one_replacement_character(
+    graph: ContextGraph, vault: Path
+) -> None:
+    # What a JSON client sends as "\\ud800": a str that UTF-8 cannot encode.
+    written = graph.write_note("odd.md", "a\ud800b \udfff [[Lone\udc80ly]]\n")
+    assert (vault / "odd.md").read_text(encoding="utf-8") == "a\ufffdb \ufffd [[Lone\ufffdly]]\n"
+    assert written.concepts == ("lone\ufffdly",)
+    assert [r.name for r in graph.build_context("Lone\ud800ly").direct_relations] == []
+    assert graph.read("odd.md").hash == written.hash
+    edited = graph.edit_note("odd.md", "append", content="x\udbff")
+    assert (vault / "odd.md").read_text(encoding="utf-8").endswith("\nx\ufffd")
+    assert edited.action == "edited"
+
+
 def test_write_note_refuses_to_clobber_unless_overwrite(graph: ContextGraph, vault: Path) -> None:
     with pytest.raises(Conflict, match="already exists"):
         graph.write_note("seed.md", "replaced")

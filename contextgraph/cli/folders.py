@@ -18,6 +18,7 @@ from contextgraph.cli.base import (
     open_graph,
     shown,
 )
+from contextgraph.limits import SYNC_MAX_PATHS
 
 if TYPE_CHECKING:
     from contextgraph.sync.run import SyncReport
@@ -31,6 +32,8 @@ def init(ctx: click.Context, paths: tuple[str, ...], name: str | None) -> None:
     """Create or upgrade the database and register PATHs as sources (without syncing)."""
     if name is not None and len(paths) != 1:
         raise click.UsageError("--name needs exactly one PATH")
+    if len(paths) > SYNC_MAX_PATHS:
+        raise click.UsageError(f"at most {SYNC_MAX_PATHS} PATHs (got {len(paths)})")
     from contextgraph.store.sources import check_root
 
     for path in paths:
@@ -54,6 +57,8 @@ def sync(
     """Sync PATHs (registering new ones), or every registered source when none is given."""
     if name is not None and len(paths) != 1:
         raise click.UsageError("--name needs exactly one PATH")
+    if len(paths) > SYNC_MAX_PATHS:
+        raise click.UsageError(f"at most {SYNC_MAX_PATHS} PATHs (got {len(paths)})")
     from contextgraph.store.sources import check_root
 
     for path in paths:

@@ -34,6 +34,7 @@ from contextgraph.limits import (
     EXPECTED_HASH,
     MAX_PATH_CHARS,
     NOTE_TEXT,
+    replace_lone_surrogates,
 )
 from contextgraph.settings import Settings
 from contextgraph.store import db
@@ -368,7 +369,7 @@ def _encode(content: str, settings: Settings) -> bytes:
     NOTE_TEXT.check(content)
     if "\x00" in content:
         raise InvalidArgument("content contains NUL characters: notes are text")
-    data = content.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode("utf-8")
+    data = replace_lone_surrogates(content).encode("utf-8")
     if len(data) > settings.max_file_bytes:
         raise InvalidArgument(f"content is over {settings.max_file_bytes} bytes")
     return data
