@@ -2,11 +2,12 @@
 
 A CLI process spends most of its life importing (SQLAlchemy alone is 0.2-0.4 s) before it runs a
 query of a few milliseconds. ``contextgraph resident`` is a long-running process that has paid
-for the imports once and keeps its database open; while one runs for a database, a read-only
-query on that database (:data:`FORWARDED`) is sent to it over a Unix socket and this process,
-having imported almost nothing, prints what the server's run of the same command line printed
-and exits with its status. The server runs the command with this process's arguments, working
-directory and environment, so the answer is the one this process would have given.
+for the imports once and keeps its database open; while one runs for a database, a query on
+that database, or a sync that turns out to change nothing (:data:`FORWARDED`), is sent to it
+over a Unix socket and this process, having imported almost nothing, prints what the server's
+run of the same command line printed and exits with its status. The server runs the command
+with this process's arguments, working directory and environment, so the answer is the one
+this process would have given.
 
 Anything else runs here, exactly as without a server: other commands, ``--help`` and
 ``--version``, no server (or a socket left by one that died), a server running other code than
@@ -32,9 +33,13 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any, BinaryIO, TextIO
 
-# Commands a resident server answers: the queries (``read`` and ``communities --rebuild`` write).
+# Commands a resident server answers: the queries (``read`` and ``communities --rebuild`` write),
+# and ``sync`` while it would change nothing (UNCHANGED_ONLY: the server runs it refusing every
+# write, contextgraph.store.nowrite, and hands back a sync that has work to do).
+UNCHANGED_ONLY = frozenset({"sync"})
 FORWARDED = frozenset(
     {"context", "expand", "search", "read", "retrieve", "visualize", "communities", "stats"}
+    | UNCHANGED_ONLY
 )
 OPT_OUT = "CONTEXTGRAPH_NO_RESIDENT"
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C

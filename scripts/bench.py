@@ -256,11 +256,12 @@ def bench_cli_resident(
     The server starts on the database (untimed), each command runs ``runs`` times in fresh
     processes as in :func:`bench_cli` (``first_s``: the first run, the server's first call for
     that command line; the median includes the warm ones), and the server's count of queries it
-    answered shows that every one was forwarded. ``sync`` is not forwarded: it is left out.
+    answered shows that every one was forwarded (the no-change ``sync`` too: the server answers
+    a sync that changes nothing).
     """
     from contextgraph import launch
 
-    commands = cli_commands(targets, with_sync=False)
+    commands = cli_commands(targets, with_sync=True)
     env = child_env(db_file)
     env.pop("CONTEXTGRAPH_NO_RESIDENT")
     server = subprocess.Popen(
@@ -325,7 +326,6 @@ def bench_cli_only(args: argparse.Namespace) -> dict[str, Any]:
         zip(("context_hub", "context_median_degree", "read"), targets, strict=True)
     )
     result["cli_wall"] = bench_cli(db_file, targets, args.cli_runs, args.import_runs)
-    result["cli_wall_resident"] = bench_cli_resident(db_file, targets, args.cli_runs)
     result["cli_wall_resident"] = bench_cli_resident(db_file, targets, args.cli_runs)
     return result
 

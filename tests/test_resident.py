@@ -203,6 +203,42 @@ def test_a_database_replaced_under_the_server_is_opened_anew(
     assert last == "stopped after 2 queries"
 
 
+def _timeless(answer: tuple[int, bytes, bytes]) -> tuple[int, object, bytes]:
+    """A sync's answer without its seconds per phase (the one part no two runs share)."""
+    code, out, err = answer
+    if out.startswith(b"{"):
+        report = json.loads(out)
+        report.pop("seconds")
+        return code, report, err
+    return code, [line for line in out.splitlines() if not line.startswith(b"time: ")], err
+
+
+def test_a_sync_that_changes_nothing_is_answered_and_one_with_work_is_handed_back(
+    server: Server, synced: Path, vault: Path, write: Writer
+) -> None:
+    served = 0
+    for args in (("sync", "--json"), ("sync",)):
+        answer = run(synced, *args)
+        served += 1
+        assert _timeless(answer) == _timeless(run_here(synced, *args))
+    assert json.loads(run(synced, "sync", "--json")[1])["files"]["unchanged"] == 3
+    served += 1
+    write("e.md", "[[Alpha]] and [[Zeta]].")  # work to do: the client syncs it itself
+    code, out, _err = run(synced, "sync", "--json")
+    assert code == 0 and json.loads(out)["files"]["added"] == 1
+    assert "zeta" in run(synced, "context", "Alpha")[1].decode()
+    served += 1
+    code, out, _err = run(synced, "sync", str(vault), "--json")  # registering is a write
+    assert code == 0 and json.loads(out)["files"]["unchanged"] == 4
+    from contextgraph.sync.run import sync_lock
+
+    with sync_lock(synced):  # another sync runs: the client waits for it, or says so
+        assert run(synced, "sync", "--no-wait") == run_here(synced, "sync", "--no-wait")
+        assert run(synced, "sync", "--no-wait")[0] == 1
+    _code, last = server.stop()
+    assert last == f"stopped after {served} queries"
+
+
 def test_commands_that_write_and_help_run_in_the_client(
     server: Server, synced: Path, vault: Path, write: Writer
 ) -> None:

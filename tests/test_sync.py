@@ -371,3 +371,31 @@ def test_a_sync_leaves_the_cyclic_gc_as_it_found_it(
     finally:
         if was:
             gc.enable()
+
+
+def test_a_sync_refusing_writes_answers_when_nothing_changed_and_stops_before_any_work(
+    store: ContextGraph, vault: Path, write: Writer
+) -> None:
+    from contextgraph.store import nowrite
+
+    write("a.md", "[[Alpha]] and [[Beta]]\n")
+    store.sync([vault])
+    before = snapshot(store)
+    with nowrite.refusing() as refusal:
+        report = store.sync()
+    assert refusal.stopped is None and (report.unchanged, report.added) == (1, 0)
+    write("b.md", "[[Beta]] and [[Gamma]]\n")
+    with nowrite.refusing() as refusal, pytest.raises(nowrite.WouldWrite):
+        store.sync()
+    assert refusal.stopped == "read changed files"
+    with nowrite.refusing() as refusal, pytest.raises(nowrite.WouldWrite):
+        store.sync([vault])  # registering (even a known folder) writes
+    assert refusal.stopped == "write"
+    # another sync runs: never wait for it
+    held = lock_database(store.engine)
+    with held, nowrite.refusing() as refusal, pytest.raises(nowrite.WouldWrite):
+        store.sync()
+    assert refusal.stopped == "wait for another sync"
+    assert snapshot(store) == before  # nothing was written
+    assert not nowrite.active()
+    assert store.sync().added == 1

@@ -6,6 +6,9 @@ and sends its arguments, working directory, environment and output encodings; th
 the same click command line in-process with those, captures what it prints, and sends back the
 output and the exit status (:func:`contextgraph.launch.forward` prints them).
 
+- **A sync only while it changes nothing** (:data:`contextgraph.launch.UNCHANGED_ONLY`): it runs
+  refusing every write (:mod:`contextgraph.store.nowrite`), and one that stops where it would
+  begin to write or to read files is handed back to its client, which runs it itself.
 - **Exact answers.** The command line is parsed and run by the same code, under the client's
   working directory and environment (``CONTEXTGRAPH_NOW``, every setting), and the server
   refuses (the client then runs the command itself) when its code is not the client's
@@ -32,7 +35,7 @@ import struct
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from contextgraph import launch
@@ -145,19 +148,27 @@ class Resident:
             launch.send_message(conn, {"status": "refused"})
             return
         try:
-            code, out, err = self._run(request)
+            answer = self._run(request, unchanged_only=parsed[0] in launch.UNCHANGED_ONLY)
         except (OSError, LookupError, ValueError) as exc:
             # Its cwd is gone, an unknown encoding, a variable no environment can hold: the
             # client runs the command itself (and meets the same trouble in its own way).
             log.debug("left a request to its client: %s", exc)
+            answer = None
+        if answer is None:
             launch.send_message(conn, {"status": "refused"})
             return
+        code, out, err = answer
         self.served += 1
         launch.send_message(conn, {"status": "done", "exit": code}, out, err)
 
-    def _run(self, request: _Request) -> tuple[int, bytes, bytes]:
-        """Run the request's command line here, as its client would have; (status, out, err)."""
+    def _run(self, request: _Request, *, unchanged_only: bool) -> tuple[int, bytes, bytes] | None:
+        """Run the request's command line here, as its client would have; (status, out, err).
+
+        ``unchanged_only`` (a sync): every write is refused, and None (the client runs the
+        command itself) when the command stopped where it would have begun one.
+        """
         from contextgraph.cli import base, cli
+        from contextgraph.store import nowrite
 
         out, err = io.BytesIO(), io.BytesIO()
         stdout = io.TextIOWrapper(out, *request.stdout, write_through=True)
@@ -170,7 +181,11 @@ class Resident:
             os.environ.update(request.environ)
             sys.stdout, sys.stderr = stdout, stderr
             base.graph_provider = self._provided
-            code = _exit_status(cli, request.argv)
+            with nowrite.refusing() if unchanged_only else nullcontext() as refusal:
+                code = _exit_status(cli, request.argv)
+            if refusal is not None and refusal.stopped is not None:
+                log.debug("handed a command back: it would %s", refusal.stopped)
+                return None
         finally:
             base.graph_provider = None
             sys.stdout, sys.stderr = saved_streams

@@ -45,6 +45,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from contextgraph.errors import CorruptDatabase, DatabaseError, InvalidArgument, ReadOnlyDatabase
+from contextgraph.store import nowrite
 from contextgraph.store.backoff import with_backoff
 from contextgraph.store.ownership import refuse_foreign, wal_wanted
 
@@ -418,6 +419,7 @@ def write(
     """
     if is_read_only(engine):
         raise ReadOnlyDatabase(f"{_where(engine)} is read-only: cannot write to it")
+    nowrite.check("write")
     with _translated(engine):
         conn = engine.connect().execution_options(
             contextgraph_write=True,

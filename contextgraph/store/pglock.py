@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from sqlalchemy import Engine
 
 from contextgraph.errors import DatabaseError, SyncInProgress
+from contextgraph.store import nowrite
 
 SYNC_LOCK_KEY = 0x63672D73796E63  # any 64-bit number; this one spells "cg-sync"
 
@@ -32,6 +33,7 @@ def sync_lock(engine: Engine, *, wait: bool = True) -> Iterator[None]:
         else:
             row = session.execute("SELECT pg_try_advisory_lock(%s)", (SYNC_LOCK_KEY,)).fetchone()
             if not row or not row[0]:
+                nowrite.check("wait for another sync")
                 raise SyncInProgress("a sync is already running on this database")
         yield
     finally:

@@ -26,7 +26,7 @@ from sqlalchemy import Connection, Engine, delete, select
 from contextgraph.errors import NotFound, SyncInProgress
 from contextgraph.graph.stats import counts
 from contextgraph.settings import Settings
-from contextgraph.store import db, meta
+from contextgraph.store import db, meta, nowrite
 from contextgraph.store.dialect import is_postgresql
 from contextgraph.store.models import T_FILES, T_SOURCES
 from contextgraph.store.sources import SourceInfo, list_sources
@@ -121,6 +121,7 @@ def sync_lock(db_path: Path | None, *, wait: bool = True) -> Iterator[None]:
     if db_path is None:
         acquired = _thread_lock.acquire(blocking=wait)
         if not acquired:
+            nowrite.check("wait for another sync")
             raise SyncInProgress("a sync is already running on this database")
         try:
             yield
@@ -133,6 +134,7 @@ def sync_lock(db_path: Path | None, *, wait: bool = True) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError as exc:
+            nowrite.check("wait for another sync")
             raise SyncInProgress("a sync is already running on this database") from exc
         yield
     finally:
@@ -146,6 +148,7 @@ def lock_database(engine: Engine, *, wait: bool = True) -> AbstractContextManage
     lock on the server (:func:`contextgraph.store.pglock.sync_lock`), freed when its session ends.
     """
     refuse_while_starting("sync or write notes")  # never wait for a lock our parent holds
+    wait = wait and not nowrite.active()  # a run that may not write never waits for the lock
     if is_postgresql(engine):
         from contextgraph.store.pglock import sync_lock as server_lock
 
@@ -271,10 +274,12 @@ def _finish(
     t = time.perf_counter()
     for source in sources:
         if _is_stale(engine, meta.code_graph(source.id)):
+            nowrite.check("rebuild a code graph")
             _rebuild_code_graph(engine, source.id)
     report.phases["codegraph"] = time.perf_counter() - t
     t = time.perf_counter()
     if _is_stale(engine, meta.COMMUNITIES):
+        nowrite.check("detect communities")
         report.graph_changed = True
         _recompute_communities(engine, settings, report)
     report.phases["communities"] = time.perf_counter() - t
@@ -309,6 +314,7 @@ def _refresh_weights(engine: Engine, settings: Settings) -> None:
     from contextgraph.graph import weights
 
     if not weights.is_current(engine, settings):
+        nowrite.check("precompute weights")
         weights.refresh(engine, settings)
 
 
@@ -358,6 +364,8 @@ def _reconcile(
     report.unchanged += len(files) - len(jobs)
     present = {f.path for f in files}
     gone = {p: existing[p] for p in sorted(existing.keys() - present)}
+    if jobs or gone:
+        nowrite.check("read changed files")
     by_hash: dict[tuple[str, str], list[Existing]] = defaultdict(list)
     for path in sorted(gone):
         by_hash[(gone[path].hash, gone[path].kind)].append(gone[path])
