@@ -228,8 +228,16 @@ def test_a_sync_that_changes_nothing_is_answered_and_one_with_work_is_handed_bac
     assert code == 0 and json.loads(out)["files"]["added"] == 1
     assert "zeta" in run(synced, "context", "Alpha")[1].decode()
     served += 1
-    code, out, _err = run(synced, "sync", str(vault), "--json")  # registering is a write
-    assert code == 0 and json.loads(out)["files"]["unchanged"] == 4
+    answer = run(synced, "sync", str(vault), "--json")  # a known folder: nothing to register
+    assert _timeless(answer) == _timeless(run_here(synced, "sync", str(vault), "--json"))
+    assert answer[0] == 0 and json.loads(answer[1])["files"]["unchanged"] == 4
+    served += 1
+    other = vault.parent / "other"
+    write("f.md", "[[Alpha]] elsewhere.", root=other)
+    code, out, _err = run(synced, "sync", str(other), "--json")  # registering is a write
+    assert code == 0 and json.loads(out)["files"]["added"] == 1
+    listed = json.loads(run(synced, "sources", "--json")[1])["sources"]  # run by the client
+    assert [s["name"] for s in listed] == ["other", "vault"]
     from contextgraph.sync.run import sync_lock
 
     with sync_lock(synced):  # another sync runs: the client waits for it, or says so

@@ -388,14 +388,23 @@ def test_a_sync_refusing_writes_answers_when_nothing_changed_and_stops_before_an
     with nowrite.refusing() as refusal, pytest.raises(nowrite.WouldWrite):
         store.sync()
     assert refusal.stopped == "read changed files"
+    other = vault.parent / "other"
+    write("c.md", "[[Alpha]]\n", root=other)
     with nowrite.refusing() as refusal, pytest.raises(nowrite.WouldWrite):
-        store.sync([vault])  # registering (even a known folder) writes
+        store.sync([other])  # registering a new folder writes
     assert refusal.stopped == "write"
+    assert [s.name for s in store.sources()] == ["vault"]
     # another sync runs: never wait for it
     held = lock_database(store.engine)
     with held, nowrite.refusing() as refusal, pytest.raises(nowrite.WouldWrite):
         store.sync()
     assert refusal.stopped == "wait for another sync"
+    with nowrite.refusing() as refusal, pytest.raises(nowrite.WouldWrite):
+        store.sync([vault])  # a known folder registers nothing, but b.md is new
+    assert refusal.stopped == "read changed files"
     assert snapshot(store) == before  # nothing was written
     assert not nowrite.active()
-    assert store.sync().added == 1
+    assert store.sync([vault]).added == 1
+    with nowrite.refusing() as refusal:
+        assert store.sync([vault]).unchanged == 2
+    assert refusal.stopped is None

@@ -77,22 +77,25 @@ def check_root(root: str | os.PathLike[str]) -> Path:
 def register(engine: Engine, root: str | os.PathLike[str], name: str | None = None) -> SourceInfo:
     """Register ``root`` under ``name`` (default: the folder's basename); idempotent.
 
-    Registering the same root again returns the existing source. One folder is one source: a
-    root that is already a source under another name, or that lies inside or around a source,
+    Registering the same root again returns the existing source, and writes nothing (a read
+    finds it: ``sync ~/notes`` run after every edit takes no write lock to register, and a
+    resident server can answer it, :mod:`contextgraph.store.nowrite`). One folder is one source:
+    a root that is already a source under another name, or that lies inside or around a source,
     is refused, as is a name already used by another root (a URI never silently changes meaning).
     """
     resolved = check_root(root)
     chosen = name if name is not None else (resolved.name or "root")
     if not _NAME_RE.match(SOURCE_NAME.check(chosen)) or chosen.strip() != chosen:
         raise InvalidArgument(f"invalid source name {chosen!r}: no slashes or control characters")
-    with db.write(engine) as conn:
+    with db.read(engine) as conn:
+        known = _same_root(conn, resolved, name)
+    if known is not None:
+        return known
+    with db.write(engine) as conn:  # looked at again: another process may have registered it
+        known = _same_root(conn, resolved, name)
+        if known is not None:
+            return known
         rows = conn.execute(select(T_SOURCES.c.id, T_SOURCES.c.name, T_SOURCES.c.root)).all()
-        for row in rows:
-            existing = Path(row.root)
-            if existing == resolved:
-                if name is None or row.name == chosen:
-                    return SourceInfo(row.id, row.name, resolved)
-                raise SourceError(f"{resolved} is already the source {row.name!r}")
         for row in rows:
             existing = Path(row.root)
             if existing in resolved.parents:
@@ -108,3 +111,15 @@ def register(engine: Engine, root: str | os.PathLike[str], name: str | None = No
         ).inserted_primary_key
         assert new_id is not None
         return SourceInfo(int(new_id[0]), chosen, resolved)
+
+
+def _same_root(conn: Connection, resolved: Path, name: str | None) -> SourceInfo | None:
+    """The source whose root is ``resolved``, when registering it again under ``name`` (None:
+    any) is a no-op; None when no source has that root. SourceError when one has it under
+    another name than the one asked for."""
+    for row in conn.execute(select(T_SOURCES.c.id, T_SOURCES.c.name, T_SOURCES.c.root)):
+        if Path(row.root) == resolved:
+            if name is None or row.name == name:
+                return SourceInfo(row.id, row.name, resolved)
+            raise SourceError(f"{resolved} is already the source {row.name!r}")
+    return None
