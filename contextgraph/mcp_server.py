@@ -32,6 +32,7 @@ from pydantic import ConfigDict, ValidationError
 
 from contextgraph import __version__
 from contextgraph.api import ContextGraph
+from contextgraph.background import on_thread, start_refresher
 from contextgraph.launch import default_database
 from contextgraph.mcp_tools import (
     CHANGES,
@@ -127,7 +128,7 @@ def create_server(
     async def lifespan(_server: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
         watcher = _start_watcher(state.database) if watch else None
         # The watcher refreshes the precomputed weights itself; a read-only server never writes.
-        refresher = None if watch or read_only else _start_refresher(state.database)
+        refresher = None if watch or read_only else start_refresher(state.database)
         try:
             yield state
         finally:
@@ -155,51 +156,7 @@ def _start_watcher(database: str) -> Callable[[], None]:
     stop = threading.Event()
     graph = ContextGraph.open(database, settings=Settings.from_env())
     watcher = Watcher(graph)
-    return _on_thread(lambda: watcher.run(stop), "contextgraph-watch", stop, graph)
-
-
-def _on_thread(
-    target: Callable[[], None], name: str, stop: threading.Event, graph: ContextGraph
-) -> Callable[[], None]:
-    """Start ``target`` on a daemon thread; return what stops it (``stop``) and closes ``graph``."""
-    thread = threading.Thread(target=target, name=name, daemon=True)
-    thread.start()
-
-    def halt() -> None:
-        stop.set()
-        thread.join(timeout=30)
-        graph.close()
-
-    return halt
-
-
-log = logging.getLogger(__name__)
-
-REFRESH_CHECK_SECONDS = 60.0
-
-
-def _start_refresher(database: str, every: float = REFRESH_CHECK_SECONDS) -> Callable[[], None]:
-    """Refresh BuildContext's precomputed lists when the day turns, on a thread; return its stop.
-
-    Nothing starts when the precompute is off (``weights_min_notes`` 0, the default)."""
-    settings = Settings.from_env()
-    if settings.weights_min_notes <= 0:
-        return lambda: None
-    from contextgraph.graph import weights
-
-    stop = threading.Event()
-    graph = ContextGraph.open(database, settings=settings)
-
-    def loop() -> None:
-        while True:
-            try:
-                weights.refresh_when_due(graph.engine, graph.settings)
-            except Exception:  # the next check tries again
-                log.exception("refreshing the precomputed relation weights failed")
-            if stop.wait(every):
-                return
-
-    return _on_thread(loop, "contextgraph-weights", stop, graph)
+    return on_thread(lambda: watcher.run(stop), "contextgraph-watch", stop, graph)
 
 
 def serve(

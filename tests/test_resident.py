@@ -409,3 +409,31 @@ def test_the_light_scan_finds_the_command_and_database_or_gives_up(
 def test_no_server_or_the_opt_out_means_the_client_answers(synced: Path) -> None:
     assert launch.forward(["--db", str(synced), "stats"]) is None  # nobody listens
     assert run(synced, "stats", "--json") == run_here(synced, "stats", "--json")
+
+
+def test_with_precomputed_lists_on_the_server_refreshes_them_when_due(
+    db_path: Path, write: Writer, vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextgraph.graph import weights
+    from contextgraph.store import db, meta
+
+    monkeypatch.setenv("CONTEXTGRAPH_WEIGHTS_MIN_NOTES", "1")  # the server's environment too
+    write("a.md", "[[Alpha]] and [[Beta]].", created="2026-11-01")
+    write("b.md", "[[Alpha]] with [[Gamma]].", created="2025-01-01")
+    with ContextGraph.open(db_path) as graph:
+        graph.sync([vault])
+        with db.write(graph.engine) as conn:  # as if computed for a day long past
+            meta.put(conn, weights.REFRESHED_KEY, repr(86400.0))
+        running = Server(db_path, cwd=tmp_path)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                with db.read(graph.engine) as conn:
+                    if meta.get(conn, weights.REFRESHED_KEY) != repr(86400.0):
+                        break
+                time.sleep(0.05)
+            else:
+                raise AssertionError("the server did not refresh the lists")
+            assert weights.is_current(graph.engine, graph.settings)
+        finally:
+            running.stop()

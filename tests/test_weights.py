@@ -285,3 +285,28 @@ def test_community_siblings_follow_the_definition(graph: ContextGraph, precomput
         assert got == _reference_siblings(graph, concept), concept
         some = some or bool(got)
     assert some, "no siblings: the test would prove nothing"
+
+
+def _listed_concepts(graph: ContextGraph) -> int:
+    with db.read(graph.engine) as conn:
+        query = text("SELECT count(DISTINCT concept_id) FROM relation_weights")
+        return int(conn.execute(query).scalar_one())
+
+
+def test_a_new_threshold_recomputes_the_lists_on_the_next_sync(
+    graph: ContextGraph, db_path: Path, loads: list[bool]
+) -> None:
+    every = _listed_concepts(graph)  # threshold 1: every concept in a note with another
+    higher = graph.settings.replace(weights_min_notes=4)
+    assert not weights.is_current(graph.engine, higher)  # a writer recomputes for it...
+    with ContextGraph.open(db_path, settings=higher) as raised:
+        before = _answers(raised)
+        assert all(loads)  # ...while a reader uses the exact lists it finds
+        report = raised.sync()
+        assert report.unchanged > 0 and report.added == 0
+        assert weights.is_current(raised.engine, higher)
+        assert 0 < _listed_concepts(raised) < every
+        assert _answers(raised) == before
+    assert not weights.is_current(graph.engine, graph.settings)  # and back: due again
+    graph.sync()
+    assert _listed_concepts(graph) == every

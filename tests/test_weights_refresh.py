@@ -10,7 +10,7 @@ import pytest
 from conftest import NOW, Writer
 from mcp import Client
 
-from contextgraph import ContextGraph, mcp_server
+from contextgraph import ContextGraph, background, mcp_server
 from contextgraph.graph import weights
 from contextgraph.settings import Settings, parse_datetime
 from contextgraph.store import db, meta
@@ -89,7 +89,7 @@ def test_the_mcp_refresher_thread_refreshes_due_lists(
 ) -> None:
     monkeypatch.setenv("CONTEXTGRAPH_WEIGHTS_MIN_NOTES", "1")
     before = _refreshed_at(graph)
-    halt = mcp_server._start_refresher(str(db_path), every=0.05)
+    halt = background.start_refresher(str(db_path), every=0.05)
     try:
         deadline = time.monotonic() + 30
         while _refreshed_at(graph) == before and time.monotonic() < deadline:
@@ -115,7 +115,7 @@ async def test_only_a_writing_server_starts_the_refresher(
         started.append(database)
         return lambda: None
 
-    monkeypatch.setattr(mcp_server, "_start_refresher", record)
+    monkeypatch.setattr(mcp_server, "start_refresher", record)
     async with Client(mcp_server.create_server(str(db_path), read_only=read_only)) as client:
         await client.list_tools()
     assert started == ([] if read_only else [str(db_path)])

@@ -43,11 +43,16 @@ def resident(ctx: click.Context) -> None:
 
     While it runs, `context`, `expand`, `search`, `read`, `retrieve`, `visualize`, `communities`
     and `stats` on this database are answered by it (the same answers, without a new process's
-    imports); everything else, and every query with CONTEXTGRAPH_NO_RESIDENT=1, runs as usual.
+    imports), and so is a `sync` that changes nothing; everything else, and every query with
+    CONTEXTGRAPH_NO_RESIDENT=1, runs as usual. With CONTEXTGRAPH_WEIGHTS_MIN_NOTES set, it also
+    recomputes BuildContext's precomputed lists when the day turns, as `mcp` does.
     """
+    from contextgraph.background import start_refresher
     from contextgraph.cli.resident import Resident
 
-    server = Resident(database_path(ctx), settings=settings_from_env())
+    settings = settings_from_env()
+    server = Resident(database_path(ctx), settings=settings)
+    halt = start_refresher(database_path(ctx), settings=settings)
     stop = Stop()
     try:
         with stop.on_signals() as stopped:
@@ -56,6 +61,7 @@ def resident(ctx: click.Context) -> None:
                 on_ready=lambda path: click.echo(f"serving {server.key} on {path}", err=True),
             )
     finally:
+        halt()
         server.close()
     click.echo(f"stopped after {server.served} queries", err=True)
     stop.exit_status(ctx)

@@ -52,6 +52,10 @@ from contextgraph.store.sqlcore import ByIds
 
 STATE_KEY = "relation_weights"
 REFRESHED_KEY = "relation_weights_at"  # epoch seconds of the instant the lists were computed for
+# The weights_min_notes they were computed with. Not part of STATE_KEY: a reader with another
+# threshold still reads exact lists (a concept without one is computed on the fly); only a
+# writer compares it, so that changing the threshold recomputes them on the next sync.
+MIN_NOTES_KEY = "relation_weights_min_notes"
 MARGIN_SECONDS = 1.0
 _NEVER = -1e300  # a valid_from that every instant passes (ages within grace weigh 1.0)
 
@@ -93,20 +97,22 @@ def refresh(engine: Engine, settings: Settings, now: datetime | float | None = N
             written = int(conn.execute(select(func.count()).select_from(T_RW)).scalar_one())
         meta.put(conn, STATE_KEY, state_for(meta.graph_version(conn), settings))
         meta.put(conn, REFRESHED_KEY, repr(at))
+        meta.put(conn, MIN_NOTES_KEY, str(settings.weights_min_notes))
     return written
 
 
 def due(engine: Engine, settings: Settings, now: float) -> bool:
     """Whether a long-running process should :func:`refresh` now.
 
-    True when the precompute is on and the stored lists are stale (the graph or a decay setting
-    changed since), or were computed on an earlier UTC day than ``now``: past a day boundary
-    the windows of the notes' ages have moved on, and readers fall back to the on-the-fly query.
+    True when the precompute is on and the stored lists are stale (the graph, a decay setting
+    or the threshold changed since), or were computed on an earlier UTC day than ``now``: past
+    a day boundary the windows of the notes' ages have moved on, and readers fall back to the
+    on-the-fly query.
     """
     if settings.weights_min_notes <= 0:
         return False
     with db.read(engine, retry_seconds=settings.lock_retry_seconds) as conn:
-        if stored_state(conn) != state_for(meta.graph_version(conn), settings):
+        if not _current(conn, settings):
             return True
         at = meta.get(conn, REFRESHED_KEY)
     return at is None or math.floor(float(at) / SECONDS_PER_DAY) != math.floor(
@@ -128,9 +134,17 @@ def refresh_when_due(
 
 
 def is_current(engine: Engine, settings: Settings) -> bool:
-    """True when the stored lists were computed for the current graph version and settings."""
+    """True when the stored lists were computed for the current graph version and settings,
+    the threshold ``weights_min_notes`` included (a writer's question: readers use any exact
+    list, :meth:`~contextgraph.graph.neighbourhood.Neighbourhoods.ranked`)."""
     with db.read(engine) as conn:
-        return stored_state(conn) == state_for(meta.graph_version(conn), settings)
+        return _current(conn, settings)
+
+
+def _current(conn: Connection, settings: Settings) -> bool:
+    return stored_state(conn) == state_for(meta.graph_version(conn), settings) and meta.get(
+        conn, MIN_NOTES_KEY
+    ) == str(settings.weights_min_notes)
 
 
 def _fill(conn: Connection, settings: Settings, at: float) -> None:
