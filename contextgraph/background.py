@@ -50,7 +50,7 @@ def start_refresher(
         return lambda: None
     from contextgraph.graph import weights
 
-    graph = ContextGraph.open(database, settings=settings, create=False)
+    graph = ContextGraph.open(database, settings=settings)  # an MCP server opens it lazily
     if graph.read_only:
         graph.close()
         return lambda: None

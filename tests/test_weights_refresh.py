@@ -119,3 +119,14 @@ async def test_only_a_writing_server_starts_the_refresher(
     async with Client(mcp_server.create_server(str(db_path), read_only=read_only)) as client:
         await client.list_tools()
     assert started == ([] if read_only else [str(db_path)])
+
+
+def test_the_refresher_opens_a_database_not_made_yet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An MCP server opens its graph at the first tool call; its refresher starts before that.
+    monkeypatch.setenv("CONTEXTGRAPH_WEIGHTS_MIN_NOTES", "1")
+    new = tmp_path / "new.db"
+    halt = background.start_refresher(str(new), every=60)
+    halt()
+    assert new.exists()
