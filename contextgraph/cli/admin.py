@@ -50,9 +50,9 @@ def resident(ctx: click.Context) -> None:
     from contextgraph.background import start_refresher
     from contextgraph.cli.resident import Resident
 
-    settings = settings_from_env()
-    server = Resident(database_path(ctx), settings=settings)
-    halt = start_refresher(database_path(ctx), settings=settings)
+    database, settings = database_path(ctx), settings_from_env()
+    server = Resident(database, settings=settings)
+    halt = start_refresher(database, settings=settings)
     stop = Stop()
     try:
         with stop.on_signals() as stopped:

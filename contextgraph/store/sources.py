@@ -5,17 +5,19 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, insert, select
+from sqlalchemy import Connection, Engine, Row, insert, select
 
 from contextgraph.errors import InvalidArgument, NotFound, SourceError
 from contextgraph.limits import SOURCE_NAME
 from contextgraph.store import db
 from contextgraph.store.models import T_SOURCES
 
+_SOURCE_ROWS = select(T_SOURCES.c.id, T_SOURCES.c.name, T_SOURCES.c.root)
 _NAME_RE = re.compile(rf"^[^/\\\x00-\x1f]{{1,{SOURCE_NAME.high}}}$")
 
 
@@ -33,15 +35,13 @@ class SourceInfo:
 
 def list_sources(conn: Connection) -> list[SourceInfo]:
     """Return every registered source, by name."""
-    rows = conn.execute(select(T_SOURCES.c.id, T_SOURCES.c.name, T_SOURCES.c.root)).all()
+    rows = conn.execute(_SOURCE_ROWS).all()
     return sorted((SourceInfo(r.id, r.name, Path(r.root)) for r in rows), key=lambda s: s.name)
 
 
 def get_source(conn: Connection, name: str) -> SourceInfo:
     """Return the source called ``name`` or raise NotFound."""
-    row = conn.execute(
-        select(T_SOURCES.c.id, T_SOURCES.c.name, T_SOURCES.c.root).where(T_SOURCES.c.name == name)
-    ).first()
+    row = conn.execute(_SOURCE_ROWS.where(T_SOURCES.c.name == name)).first()
     if row is None:
         raise NotFound(f"no source named {name!r}")
     return SourceInfo(row.id, row.name, Path(row.root))
@@ -88,14 +88,14 @@ def register(engine: Engine, root: str | os.PathLike[str], name: str | None = No
     if not _NAME_RE.match(SOURCE_NAME.check(chosen)) or chosen.strip() != chosen:
         raise InvalidArgument(f"invalid source name {chosen!r}: no slashes or control characters")
     with db.read(engine) as conn:
-        known = _same_root(conn, resolved, name)
+        known = _same_root(conn.execute(_SOURCE_ROWS).all(), resolved, name)
     if known is not None:
         return known
     with db.write(engine) as conn:  # looked at again: another process may have registered it
-        known = _same_root(conn, resolved, name)
+        rows = conn.execute(_SOURCE_ROWS).all()
+        known = _same_root(rows, resolved, name)
         if known is not None:
             return known
-        rows = conn.execute(select(T_SOURCES.c.id, T_SOURCES.c.name, T_SOURCES.c.root)).all()
         for row in rows:
             existing = Path(row.root)
             if existing in resolved.parents:
@@ -113,11 +113,13 @@ def register(engine: Engine, root: str | os.PathLike[str], name: str | None = No
         return SourceInfo(int(new_id[0]), chosen, resolved)
 
 
-def _same_root(conn: Connection, resolved: Path, name: str | None) -> SourceInfo | None:
-    """The source whose root is ``resolved``, when registering it again under ``name`` (None:
-    any) is a no-op; None when no source has that root. SourceError when one has it under
-    another name than the one asked for."""
-    for row in conn.execute(select(T_SOURCES.c.id, T_SOURCES.c.name, T_SOURCES.c.root)):
+def _same_root(
+    rows: Sequence[Row[Any, Any, Any]], resolved: Path, name: str | None
+) -> SourceInfo | None:
+    """The source of ``rows`` whose root is ``resolved``, when registering it again under
+    ``name`` (None: any) is a no-op; None when no source has that root. SourceError when one
+    has it under another name than the one asked for."""
+    for row in rows:
         if Path(row.root) == resolved:
             if name is None or row.name == name:
                 return SourceInfo(row.id, row.name, resolved)
