@@ -99,9 +99,11 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         emit_json(report.as_dict())
     else:
-        click.echo(f"integrity_check: {report.integrity}")
+        integrity = f"integrity_check: {report.integrity}"
+        click.echo(integrity)
         for problem in report.problems:
-            click.echo(f"problem: {problem}")
+            if problem != integrity:  # a damaged file's one problem, just printed
+                click.echo(f"problem: {problem}")
         if report.ok:
             click.echo("ok: co-occurrence agrees with the mentions")
     if not report.ok:
