@@ -202,8 +202,8 @@ def query_sets(names: list[str]) -> tuple[list[str], list[str]]:
     return common, selective
 
 
-def cli_commands(targets: tuple[str, str, str | None], *, with_sync: bool) -> dict[str, list[str]]:
-    """The timed CLI command lines, by name (a no-change ``sync`` only ``with_sync``)."""
+def cli_commands(targets: tuple[str, str, str | None]) -> dict[str, list[str]]:
+    """The timed CLI command lines, by name (a no-change ``sync`` among them)."""
     hub, middle, uri = targets
     commands = {
         "context_hub": ["context", hub],
@@ -213,9 +213,8 @@ def cli_commands(targets: tuple[str, str, str | None], *, with_sync: bool) -> di
         "expand": ["expand", middle],
         "retrieve": ["retrieve", "graph"],
         "communities": ["communities"],
+        "sync_nochange": ["sync"],
     }
-    if with_sync:
-        commands["sync_nochange"] = ["sync"]
     if uri is not None:  # last: a read makes its note fresh
         commands["read"] = ["read", uri]
     return commands
@@ -228,7 +227,7 @@ def bench_cli(
     import_runs: int,
 ) -> dict[str, Any]:
     """CLI wall time per command, process start included (what a user feels), and floors."""
-    commands = cli_commands(targets, with_sync=True)
+    commands = cli_commands(targets)
     walls: dict[str, Any] = {}
     for name, args in commands.items():
         walls[name] = cli_wall(db_file, args, runs)
@@ -261,7 +260,7 @@ def bench_cli_resident(
     """
     from contextgraph import launch
 
-    commands = cli_commands(targets, with_sync=True)
+    commands = cli_commands(targets)
     env = child_env(db_file)
     env.pop("CONTEXTGRAPH_NO_RESIDENT")
     server = subprocess.Popen(
