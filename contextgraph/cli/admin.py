@@ -99,10 +99,9 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         emit_json(report.as_dict())
     else:
-        integrity = f"integrity_check: {report.integrity}"
-        click.echo(integrity)
+        click.echo(report.integrity_line)
         for problem in report.problems:
-            if problem != integrity:  # a damaged file's one problem, just printed
+            if problem != report.integrity_line:  # a failed check's problem, just printed
                 click.echo(f"problem: {problem}")
         if report.ok:
             click.echo("ok: co-occurrence agrees with the mentions")

@@ -269,10 +269,17 @@ class DoctorReport:
     def ok(self) -> bool:
         return not self.problems
 
+    @property
+    def integrity_line(self) -> str:
+        """The integrity check as one line; also the problem a failed check adds."""
+        return f"integrity_check: {self.integrity}"
+
     @classmethod
     def damaged(cls, reason: str) -> DoctorReport:
         """The report for a file that SQLite cannot read as a database at all."""
-        return cls(integrity=reason, fts="not checked", problems=[f"integrity_check: {reason}"])
+        report = cls(integrity=reason, fts="not checked")
+        report.problems.append(report.integrity_line)
+        return report
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -297,7 +304,7 @@ def doctor(conn: Connection) -> DoctorReport:
         report.integrity = "ok" if lines == ["ok"] else "; ".join(lines[:20])
         if report.integrity != "ok":
             # Counts read from a damaged file mean nothing: the integrity problem is the diagnosis.
-            report.problems.append(f"integrity_check: {report.integrity}")
+            report.problems.append(report.integrity_line)
             report.fts = "not checked"
             return report
     else:
