@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Iterator
@@ -13,9 +14,10 @@ from sqlalchemy import select
 
 from contextgraph import ContextGraph
 from contextgraph.graph import search
-from contextgraph.graph.decay import weight_sql
+from contextgraph.graph.decay import age_days, weight_sql
 from contextgraph.graph.ftsquery import build_match
 from contextgraph.graph.search import COLUMN_WEIGHTS, Candidate, ranked_matches
+from contextgraph.graph.searchbounds import WINDOW_MARGIN_SECONDS, window_start
 from contextgraph.settings import Settings, parse_datetime
 from contextgraph.store import db
 from contextgraph.store.fulltext import full_text
@@ -181,6 +183,20 @@ def test_oldest_age_is_the_last_day_of_at_least_that_weight(settings: Settings) 
         assert search.weight_at_age(age, NOW, settings) >= least
         assert search.weight_at_age(age + 1, NOW, settings) < least
     assert search.oldest_age(1e-300, NOW, Settings()) is None  # every file, however old
+
+
+def test_every_file_a_window_leaves_out_is_at_least_its_days_old() -> None:
+    """The proof of a recent window counts on it: a file just before the window's start is
+    ``out`` whole days old as SQL and Python compute an age, at any instant and epoch."""
+    rng = random.Random(7)
+    instants = [NOW, 0.0, 1.0, 4.1e9, *(rng.uniform(0, 4.1e9) for _ in range(2000))]
+    for now in instants:
+        out = rng.randrange(0, 5000)
+        since = window_start(out, now)
+        for reference in (math.nextafter(since, -math.inf), since - 1e-3, since - 0.5):
+            assert age_days(reference, now) >= out, (now, out, reference)
+        # and the window is no wider than a day and its margin beyond ``out - 1`` days
+        assert age_days(since + WINDOW_MARGIN_SECONDS + 1e-3, now) <= out - 1
 
 
 def test_a_search_page_equals_the_full_ranking(graph: ContextGraph, tmp_path: Path) -> None:

@@ -67,6 +67,7 @@ from contextgraph.graph.searchbounds import (
     oldest_age,
     quoted,
     weight_at_age,
+    window_start,
 )
 from contextgraph.graph.searchterms import display_title
 from contextgraph.graph.snippet import SNIPPET_CHARS, Highlighter
@@ -357,15 +358,19 @@ class _Ranking:
         least = FIRST_WINDOW_WEIGHT
         for _ in range(WINDOW_ROUNDS):
             age = oldest_age(least, self.now, self.settings)
-            # Every file of age <= ``age`` is in the window (a day to spare), so every file left
-            # out is at least ``age + 1`` days old. Past 2**40 days the window is every file.
-            since = self.now - (age + 2) * SECONDS_PER_DAY if age is not None else -math.inf
+            # The window holds every file of age <= ``age + 1``, a day more than weigh at least
+            # ``least``, so every file left out is at least ``out`` days old and weighs at most
+            # ``weight_at_age(out)`` (the proof below): a page whose last score clears the
+            # oldest window day by a little needs no second round. Past 2**40 days the window is
+            # every file.
+            out = None if age is None else age + 2
+            since = -math.inf if out is None else window_start(out, self.now)
             self.values["since"] = since
             rows = self.fetch(name, build)
             if any(r.id is None or r.name is None or r.decay is None for r in rows):
                 return None  # a match without its file, dates or source: count the joined way
             found = _scored(rows)
-            if age is None:
+            if out is None:
                 return found, total
             if len(found) < top:
                 least /= 8  # too few recent matches: a wider window
@@ -373,7 +378,7 @@ class _Ranking:
             if any(-c.bm25 >= bounds.ceiling for c in found):
                 return None  # not the bm25 the ceiling was derived for: rank the exact way
             last = found[-1].score
-            if last > bounds.common_ceiling * weight_at_age(age + 1, self.now, self.settings):
+            if last > bounds.common_ceiling * weight_at_age(out, self.now, self.settings):
                 return found, total
             # The window that holds every file which can beat ``last``.
             least = last / bounds.common_ceiling

@@ -182,6 +182,19 @@ def weight_at_age(age: int, now: float, settings: Settings) -> float:
     return weight(now - (age + 0.5) * SECONDS_PER_DAY, now, settings)
 
 
+# Seconds a window's start is moved back past a whole number of days: far above the rounding
+# of ``now - reference`` at any epoch of the next millennia (an ulp of 4e9 s is 5e-7 s).
+WINDOW_MARGIN_SECONDS = 1.0
+
+
+def window_start(out: int, now: float) -> float:
+    """The earliest reference time a recent window takes for every file left out of it to be
+    at least ``out`` whole days old (:func:`contextgraph.graph.decay.age_days`, in floating point
+    as SQL computes it): ``out`` days and :data:`WINDOW_MARGIN_SECONDS` before ``now``. The
+    window holds every file of age ``out - 1`` or less."""
+    return now - out * SECONDS_PER_DAY - WINDOW_MARGIN_SECONDS
+
+
 def oldest_age(least: float, now: float, settings: Settings) -> int | None:
     """The most whole days a file can be old and keep a weight of at least ``least``.
 
@@ -217,4 +230,5 @@ __all__ = [
     "oldest_age",
     "quoted",
     "weight_at_age",
+    "window_start",
 ]
