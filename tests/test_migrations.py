@@ -10,7 +10,8 @@ from sqlalchemy import text
 from contextgraph import ContextGraph
 from contextgraph.store import db
 from contextgraph.store.models import metadata
-from contextgraph.sync.apply import _stored_files_sql, stored_files
+from contextgraph.store.sqlcore import driver_sql
+from contextgraph.sync.apply import _source_files_query, stored_files
 
 EXPECTED_TABLES = {
     "alembic_version",
@@ -196,7 +197,8 @@ def test_a_sources_stored_state_is_read_from_its_own_index(db_path: Path, vault:
         detail = " ".join(
             str(row[-1])
             for row in conn.execute(
-                text(f"EXPLAIN QUERY PLAN {_stored_files_sql()}"), {"source": source_id}
+                text(f"EXPLAIN QUERY PLAN {driver_sql(_source_files_query())}"),
+                {"source": source_id},
             )
         )
         assert "COVERING INDEX ix_files_source_id_state" in detail

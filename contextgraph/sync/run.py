@@ -415,12 +415,14 @@ def _jobs(
 ) -> list[Job]:
     """The files to read: new ones, and stored ones whose size, mtime or kind changed."""
     get = existing.get
-    changed = [
+    changed = [  # the mtime first: it is what differs when anything does
         (f, old)
         for f in files
         if (old := get(f.path)) is None
         or reread
-        or (old.size, old.mtime_ns, old.kind) != (f.size, f.mtime_ns, f.kind)
+        or old.mtime_ns != f.mtime_ns
+        or old.size != f.size
+        or old.kind != f.kind
     ]
     if not changed:
         return []
