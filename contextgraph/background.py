@@ -1,4 +1,5 @@
-"""Threads a long-running process runs beside its work: the watcher and the weights refresher.
+"""Threads a long-running process runs beside its work: :func:`on_thread` starts one (the MCP
+server's folder watcher runs on it too), :func:`start_refresher` the weights refresher.
 
 The MCP server (``contextgraph mcp``) and the resident server (``contextgraph resident``) keep
 BuildContext's precomputed lists (:mod:`contextgraph.graph.weights`) fresh while they run: a

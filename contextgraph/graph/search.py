@@ -358,11 +358,10 @@ class _Ranking:
         least = FIRST_WINDOW_WEIGHT
         for _ in range(WINDOW_ROUNDS):
             age = oldest_age(least, self.now, self.settings)
-            # The window holds every file of age <= ``age + 1``, a day more than weigh at least
-            # ``least``, so every file left out is at least ``out`` days old and weighs at most
-            # ``weight_at_age(out)`` (the proof below): a page whose last score clears the
-            # oldest window day by a little needs no second round. Past 2**40 days the window is
-            # every file.
+            # The window holds every file of age <= ``age + 1``: those that weigh at least
+            # ``least`` and one day more. Every file left out is at least ``out`` days old, so
+            # weighs at most ``weight_at_age(out)`` (the proof below), and a page whose last
+            # score clears that needs no second round. Past 2**40 days the window is every file.
             out = None if age is None else age + 2
             since = -math.inf if out is None else window_start(out, self.now)
             self.values["since"] = since
