@@ -232,19 +232,38 @@ def _spec_expansion(
 
 
 @pytest.mark.parametrize("prefix_rows", [1, 3, 1024])
+@pytest.mark.parametrize("leave_out_seen", [True, False], ids=["unseen", "every-neighbour"])
 def test_expansion_equals_the_spec_by_brute_force(
     store: ContextGraph,
     vault: Path,
     write: Writer,
     monkeypatch: pytest.MonkeyPatch,
     prefix_rows: int,
+    leave_out_seen: bool,
 ) -> None:
     """A random graph of many score ties (weights 1, 0.5 and 0.25): every expansion, whether
-    the frontier lists are whole or prefixes, is SPEC §5's by brute force."""
+    the frontier lists are whole or prefixes, is SPEC §5's by brute force. Once a hop has seen
+    as many concepts as a prefix holds, its lists are computed without them (``unseen``, a
+    prefix of those too when they are more); ``every-neighbour`` computes them whole all the
+    same."""
     import random
 
     from contextgraph.graph import neighbourhood
     from contextgraph.graph.neighbourhood import Neighbourhoods
+
+    unseen_lists: list[int] = []
+    if leave_out_seen:
+        unseen = Neighbourhoods._unseen
+        monkeypatch.setattr(
+            Neighbourhoods,
+            "_unseen",
+            lambda self, cid, seen, **kw: unseen_lists.append(cid) or unseen(self, cid, seen, **kw),
+        )
+    else:
+        ranked = Neighbourhoods.ranked
+        monkeypatch.setattr(
+            Neighbourhoods, "ranked", lambda self, cid, skipping=(): ranked(self, cid)
+        )
 
     rnd = random.Random(1)
     names = [f"c{i:02d}" for i in range(14)]
@@ -263,6 +282,8 @@ def test_expansion_equals_the_spec_by_brute_force(
             assert [
                 (e.name, e.depth, e.via, e.co_occurrence_count, e.weighted_score) for e in got
             ] == _spec_expansion(notes, query, depth, size), (query, depth, size)
+    if leave_out_seen and prefix_rows < 1024:
+        assert unseen_lists  # the lists without the seen concepts were computed and checked
 
 
 def test_expanded_relations_respect_max_entities_over_all_hops(layered: ContextGraph) -> None:

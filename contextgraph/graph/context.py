@@ -17,12 +17,8 @@ from sqlalchemy import Connection, Select, bindparam, func, select
 
 from contextgraph.errors import InvalidArgument
 from contextgraph.graph.decay import reference_sql
-from contextgraph.graph.neighbourhood import (
-    Neighbourhoods,
-    Scored,
-    cooccurrences,
-    weighted_score,
-)
+from contextgraph.graph.neighbourhood import Neighbourhoods, Scored, weighted_score
+from contextgraph.graph.relationsql import cooccurrences
 from contextgraph.limits import CONTEXT_DEPTH, CONTEXT_MAX_ENTITIES
 from contextgraph.notes.links import normalize
 from contextgraph.settings import Settings
@@ -314,7 +310,7 @@ def _expand(
         budget = max_entities - len(out)
         if budget <= 0 or not frontier:
             break
-        lists = {v: nb.ranked(v) for v in frontier}
+        lists = {v: nb.ranked(v, skipping=seen) for v in frontier}
         names = nb.names(frontier)  # reading a list loads the names of its neighbours too
         if all(sc.complete for sc in lists.values()):
             found = _hop_of_whole_lists(nb, lists, names, seen, budget)

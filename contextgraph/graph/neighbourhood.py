@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from operator import itemgetter
@@ -23,9 +23,6 @@ from typing import Any, ClassVar, Literal
 from sqlalchemy import (
     Connection,
     Engine,
-    FromClause,
-    Join,
-    and_,
     select,
 )
 
@@ -36,6 +33,7 @@ from contextgraph.graph.relationsql import (
     RELATION_ROWS,
     RELATIONS_OF,
     STRENGTHS,
+    UNSEEN,
     WALK,
     adjacency_statement,
     members_statement,
@@ -43,7 +41,7 @@ from contextgraph.graph.relationsql import (
 )
 from contextgraph.settings import Settings
 from contextgraph.store.meta import graph_version
-from contextgraph.store.models import T_ENTITIES, T_FILES, T_MENTIONS
+from contextgraph.store.models import T_ENTITIES
 from contextgraph.store.sqlcore import ByIds, chunked, compiled_tuples
 
 MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
@@ -435,13 +433,14 @@ class Neighbourhoods:
             self.state.members[community_id] = cached
         return cached
 
-    def ranked(self, cid: int) -> Scored:
+    def ranked(self, cid: int, *, skipping: Collection[int] = ()) -> Scored:
         """Every neighbour with its exact weightedScore (sum of its shared notes' weights),
         ranked as far as :meth:`Scored.at` asks.
 
         A precomputed list is read only that far; such a prefix is not kept in the process
         cache (further ranks must come from the same read transaction); a complete list read or
-        computed here is.
+        computed here is. For a reader that skips the neighbours in ``skipping``, when they
+        could fill a computed prefix, the list is computed without them: :meth:`_unseen`.
         """
         cached = self._cached(cid)
         if cached is not None:
@@ -456,7 +455,21 @@ class Neighbourhoods:
                     return self._remember(cid, rows, valid_until)
                 edges = self._edges_of(rows)
                 return Scored(edges, list(edges), self.now, valid_until, self._reader(cid))
+        if len(skipping) >= PREFIX_ROWS:
+            return self._unseen(cid, sorted(skipping))
         return self._compute(cid)
+
+    def _unseen(self, cid: int, seen: list[int], *, prefix: bool = True) -> Scored:
+        """``cid``'s list without the neighbours ``seen``, a prefix first (as :meth:`_compute`),
+        never cached: a hop at a hub skips them all, past the whole list's prefixes."""
+        values = {"cid": cid, "now": self.now, **({"rows": PREFIX_ROWS + 1} if prefix else {})}
+        rows = UNSEEN[(self.settings, prefix)].rows(self.conn, seen, values)
+        edges = {row[0]: (row[1], float(row[2])) for row in rows}
+        more = prefix and len(rows) > PREFIX_ROWS
+        whole = partial(self._unseen, cid, seen, prefix=False) if more else None
+        return Scored(
+            edges, [], self.now, order=list(edges), names=self.names, prefix=more, whole=whole
+        )
 
     def _reader(self, cid: int) -> Callable[[int, int], list[tuple[int, int, float]]]:
         from contextgraph.graph import weights
@@ -578,21 +591,9 @@ def rank_key(edge: tuple[int, float]) -> tuple[float, int]:
     return (-weighted_score(edge), -edge[0])
 
 
-def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
-    """(join, m1, m2, f): each row is one note ``f`` in which ``m1`` and ``m2`` co-occur.
-
-    Notes over the concept limit add no pairs, so they are left out.
-    """
-    m1, m2, f = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2"), T_FILES.alias("f")
-    joined = m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1)).join(
-        m2, and_(m2.c.file_id == m1.c.file_id, m2.c.concept_id != m1.c.concept_id)
-    )
-    return joined, m1, m2, f
-
-
 _NAMES = ByIds(
     select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id), T_ENTITIES.c.id
 )
 
 
-__all__ = ["Neighbourhoods", "Scored", "cooccurrences", "entity_names", "weighted_score"]
+__all__ = ["Neighbourhoods", "Scored", "entity_names", "weighted_score"]

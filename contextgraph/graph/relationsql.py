@@ -14,6 +14,8 @@ from sqlalchemy import (
     ColumnElement,
     CompoundSelect,
     Float,
+    FromClause,
+    Join,
     Select,
     and_,
     bindparam,
@@ -181,7 +183,9 @@ RELATION_ROWS = ForIds(_relation_rows_statement)
 RELATION_COUNT = ForIds(_relation_count_statement)
 
 
-def scored_statement(settings: Settings, *, prefix: bool = False) -> Select[Any]:
+def scored_statement(
+    settings: Settings, *, prefix: bool = False, excluding: IdList | None = None
+) -> Select[Any]:
     """Every neighbour of concept ``:cid`` with its count, weight sum and next tick at ``:now``.
 
     Each of the concept's notes (within the concept limit) is weighed once, in note order; then
@@ -198,7 +202,9 @@ def scored_statement(settings: Settings, *, prefix: bool = False) -> Select[Any]
     less than Python does (bench's vault, first BuildContext: p50 175 → 135 ms).
 
     With ``prefix``, only the first ``:rows`` rows, each with the first tick of all the
-    concept's notes (a bound on every row's, so on when the whole list changes).
+    concept's notes (a bound on every row's, so on when the whole list changes). With
+    ``excluding`` (an id list, :class:`~contextgraph.store.sqlcore.ForList`), those
+    neighbours are left out before the grouping: :data:`UNSEEN`.
     """
     now: BindParameter[float] = bindparam("now", type_=Float)
     cid: BindParameter[int] = bindparam("cid")
@@ -224,13 +230,42 @@ def scored_statement(settings: Settings, *, prefix: bool = False) -> Select[Any]
     columns: list[Any] = [m2.c.concept_id, count, weights, func.min(notes.c.tick)]
     if prefix:
         columns.append(select(func.min(notes.c.tick)).scalar_subquery())
+    joined = and_(m2.c.file_id == notes.c.id, m2.c.concept_id != cid)
+    if excluding is not None:
+        joined = and_(joined, m2.c.concept_id.not_in(excluding))
     query = (
         select(*columns)
-        .select_from(notes.join(m2, and_(m2.c.file_id == notes.c.id, m2.c.concept_id != cid)))
+        .select_from(notes.join(m2, joined))
         .group_by(m2.c.concept_id)
         .order_by(score.desc(), count.desc(), m2.c.concept_id)
     )
     return query.limit(bindparam("rows")) if prefix else query
+
+
+def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
+    """(join, m1, m2, f): each row is one note ``f`` in which ``m1`` and ``m2`` co-occur.
+
+    Notes over the concept limit add no pairs, so they are left out.
+    """
+    m1, m2, f = T_MENTIONS.alias("m1"), T_MENTIONS.alias("m2"), T_FILES.alias("f")
+    joined = m1.join(f, and_(f.c.id == m1.c.file_id, f.c.pairs == 1)).join(
+        m2, and_(m2.c.file_id == m1.c.file_id, m2.c.concept_id != m1.c.concept_id)
+    )
+    return joined, m1, m2, f
+
+
+class _Unseen(dict[tuple[Any, ...], ForList]):
+    """(decay settings, prefix) -> the :func:`scored_statement` of a concept's neighbours but
+    a list of them (those a BuildContext hop has seen), built on first use."""
+
+    def __missing__(self, key: tuple[Any, ...]) -> ForList:
+        settings, prefix = key[0], key[-1]
+        built = ForList(lambda ids: scored_statement(settings, prefix=prefix, excluding=ids))
+        self[key] = built
+        return built
+
+
+UNSEEN = _Unseen()
 
 
 def adjacency_statement() -> CompoundSelect[Any]:
@@ -245,8 +280,10 @@ __all__ = [
     "RELATION_COUNT",
     "RELATION_ROWS",
     "STRENGTHS",
+    "UNSEEN",
     "WALK",
     "adjacency_statement",
+    "cooccurrences",
     "members_statement",
     "scored_statement",
 ]
