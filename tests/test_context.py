@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import Writer
@@ -254,11 +255,12 @@ def test_expansion_equals_the_spec_by_brute_force(
     unseen_lists: list[int] = []
     if leave_out_seen:
         unseen = Neighbourhoods._unseen
-        monkeypatch.setattr(
-            Neighbourhoods,
-            "_unseen",
-            lambda self, cid, seen, **kw: unseen_lists.append(cid) or unseen(self, cid, seen, **kw),
-        )
+
+        def spy(self: Neighbourhoods, cid: int, seen: list[int], **kw: Any) -> Any:
+            unseen_lists.append(cid)
+            return unseen(self, cid, seen, **kw)
+
+        monkeypatch.setattr(Neighbourhoods, "_unseen", spy)
     else:
         ranked = Neighbourhoods.ranked
         monkeypatch.setattr(

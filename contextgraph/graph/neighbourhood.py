@@ -33,11 +33,11 @@ from contextgraph.graph.relationsql import (
     RELATION_ROWS,
     RELATIONS_OF,
     STRENGTHS,
-    UNSEEN,
     WALK,
     adjacency_statement,
     members_statement,
     scored_statement,
+    unseen_statement,
 )
 from contextgraph.settings import Settings
 from contextgraph.store.meta import graph_version
@@ -456,14 +456,14 @@ class Neighbourhoods:
                 edges = self._edges_of(rows)
                 return Scored(edges, list(edges), self.now, valid_until, self._reader(cid))
         if len(skipping) >= PREFIX_ROWS:
-            return self._unseen(cid, sorted(skipping))
+            return self._unseen(cid, list(skipping))
         return self._compute(cid)
 
     def _unseen(self, cid: int, seen: list[int], *, prefix: bool = True) -> Scored:
         """``cid``'s list without the neighbours ``seen``, a prefix first (as :meth:`_compute`),
         never cached: a hop at a hub skips them all, past the whole list's prefixes."""
         values = {"cid": cid, "now": self.now, **({"rows": PREFIX_ROWS + 1} if prefix else {})}
-        rows = UNSEEN[(self.settings, prefix)].rows(self.conn, seen, values)
+        rows = unseen_statement(self.settings, prefix).rows(self.conn, seen, values)
         edges = {row[0]: (row[1], float(row[2])) for row in rows}
         more = prefix and len(rows) > PREFIX_ROWS
         whole = partial(self._unseen, cid, seen, prefix=False) if more else None

@@ -7,6 +7,7 @@ nothing. :mod:`contextgraph.graph.neighbourhood` decides which to run and caches
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from sqlalchemy import (
@@ -204,7 +205,7 @@ def scored_statement(
     With ``prefix``, only the first ``:rows`` rows, each with the first tick of all the
     concept's notes (a bound on every row's, so on when the whole list changes). With
     ``excluding`` (an id list, :class:`~contextgraph.store.sqlcore.ForList`), those
-    neighbours are left out before the grouping: :data:`UNSEEN`.
+    neighbours are left out before the grouping: :func:`unseen_statement`.
     """
     now: BindParameter[float] = bindparam("now", type_=Float)
     cid: BindParameter[int] = bindparam("cid")
@@ -254,18 +255,11 @@ def cooccurrences() -> tuple[Join, FromClause, FromClause, FromClause]:
     return joined, m1, m2, f
 
 
-class _Unseen(dict[tuple[Any, ...], ForList]):
-    """(decay settings, prefix) -> the :func:`scored_statement` of a concept's neighbours but
-    a list of them (those a BuildContext hop has seen), built on first use."""
-
-    def __missing__(self, key: tuple[Any, ...]) -> ForList:
-        settings, prefix = key[0], key[-1]
-        built = ForList(lambda ids: scored_statement(settings, prefix=prefix, excluding=ids))
-        self[key] = built
-        return built
-
-
-UNSEEN = _Unseen()
+@cache
+def unseen_statement(settings: Settings, prefix: bool) -> ForList:
+    """:func:`scored_statement` of a concept's neighbours but a list of them (those a
+    BuildContext hop has seen), built on first use per settings."""
+    return ForList(lambda ids: scored_statement(settings, prefix=prefix, excluding=ids))
 
 
 def adjacency_statement() -> CompoundSelect[Any]:
@@ -280,10 +274,10 @@ __all__ = [
     "RELATION_COUNT",
     "RELATION_ROWS",
     "STRENGTHS",
-    "UNSEEN",
     "WALK",
     "adjacency_statement",
     "cooccurrences",
     "members_statement",
     "scored_statement",
+    "unseen_statement",
 ]
