@@ -310,3 +310,33 @@ def test_a_new_threshold_recomputes_the_lists_on_the_next_sync(
     assert not weights.is_current(graph.engine, graph.settings)  # and back: due again
     graph.sync()
     assert _listed_concepts(graph) == every
+
+
+@pytest.mark.parametrize("way", ["python", "walk", "match"])
+def test_a_refresh_with_the_precompute_off_removes_the_lists_and_their_state(
+    db_path: Path, write: Writer, vault: Path, monkeypatch: pytest.MonkeyPatch, way: str
+) -> None:
+    # Each way is exact; two of them divide by the strengths the precompute stores.
+    monkeypatch.setattr(Neighbourhoods, "sibling_way", lambda self, adjacent, candidates: way)
+    # Leaves never meet; each shares hubs with the others: siblings, once in one community.
+    rng = random.Random(11)
+    for n in range(60):
+        links = [CONCEPTS[4 + n % 10], *rng.sample(CONCEPTS[:4], k=2)]
+        write(f"s{n:03d}.md", " ".join(f"[[{c}]]" for c in links), created="2026-11-20")
+    settings = Settings.from_env(now=parse_datetime(NOW), weights_min_notes=1)
+    with ContextGraph.open(db_path, settings=settings) as g:
+        g.sync([vault])
+        with db.write(g.engine) as conn:
+            conn.execute(text("UPDATE entities SET community_id = 3 WHERE kind = 'concept'"))
+            meta.bump_version(conn)
+        weights.refresh(g.engine, g.settings)
+        answered = _answers(g)
+        assert '"sharedNeighborCount"' in answered, "no siblings: the test would prove nothing"
+
+        assert weights.refresh(g.engine, g.settings.replace(weights_min_notes=0)) == 0
+        with db.read(g.engine) as conn:
+            assert weights.stored_state(conn) is None
+            for table in ("relation_weights", "relation_weight_windows", "concept_strengths"):
+                assert conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one() == 0
+        # Every reader computes on the fly now, the siblings' strengths included.
+        assert _answers(g) == answered

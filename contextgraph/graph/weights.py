@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from datetime import datetime
 
 from sqlalchemy import (
@@ -81,7 +80,10 @@ def refresh(engine: Engine, settings: Settings, now: datetime | float | None = N
     """Recompute every list for the current graph version; return the number of rows written.
 
     Runs in one write transaction, so readers see the old lists (or none) until it commits,
-    and a concurrent graph change (which bumps the version) simply makes them stale.
+    and a concurrent graph change (which bumps the version) simply makes them stale. With the
+    precompute off (``weights_min_notes`` 0) it removes the lists and their state: a state
+    valid over empty tables would tell readers every concept's strength is 0, and community
+    siblings, divided by it, would vanish.
     """
     if now is None:
         now = settings.current_time()
@@ -90,11 +92,13 @@ def refresh(engine: Engine, settings: Settings, now: datetime | float | None = N
         conn.execute(delete(T_RW))
         conn.execute(delete(T_WINDOWS))
         conn.execute(delete(T_STRENGTHS))
-        written = 0
-        if settings.weights_min_notes > 0:
-            _fill(conn, settings, at)
-            _fill_strengths(conn)
-            written = int(conn.execute(select(func.count()).select_from(T_RW)).scalar_one())
+        if settings.weights_min_notes <= 0:
+            for key in (STATE_KEY, REFRESHED_KEY, MIN_NOTES_KEY):
+                meta.remove(conn, key)
+            return 0
+        _fill(conn, settings, at)
+        _fill_strengths(conn)
+        written = int(conn.execute(select(func.count()).select_from(T_RW)).scalar_one())
         meta.put(conn, STATE_KEY, state_for(meta.graph_version(conn), settings))
         meta.put(conn, REFRESHED_KEY, repr(at))
         meta.put(conn, MIN_NOTES_KEY, str(settings.weights_min_notes))
@@ -282,13 +286,6 @@ _RANKS_SQL = (
     "SELECT other_id, count, total, name, community_id FROM relation_weights"
     " WHERE concept_id = ? AND rank >= ? AND rank < ? ORDER BY rank"
 )
-
-
-def timed_refresh(engine: Engine, settings: Settings) -> float:
-    """Refresh and return the seconds it took (for the sync report)."""
-    t = time.perf_counter()
-    refresh(engine, settings)
-    return time.perf_counter() - t
 
 
 __all__ = [

@@ -61,6 +61,11 @@ def put(conn: Connection, key: str, value: str) -> None:
     conn.execute(stmt)
 
 
+def remove(conn: Connection, key: str) -> None:
+    """Remove ``key`` and its value (nothing happens when there is none)."""
+    conn.execute(delete(T_META).where(T_META.c.key == key))
+
+
 # --- stale marks ------------------------------------------------------------------------------
 
 
