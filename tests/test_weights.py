@@ -172,16 +172,39 @@ def test_precompute_off_writes_no_lists(db_path: Path, write: Writer, vault: Pat
         assert _answers(g)  # answered on the fly
 
 
+def _write_siblings(write: Writer, seed: int) -> None:
+    """Leaves that never meet, each sharing hubs with the others: siblings, in one community."""
+    rng = random.Random(seed)
+    hubs, leaves = CONCEPTS[:6], CONCEPTS[6:]
+    for n in range(80):
+        links = [leaves[n * n % len(leaves)], *rng.sample(hubs, k=rng.randint(1, 3))]
+        write(f"s{n:03d}.md", " ".join(f"[[{c}]]" for c in links), created="2026-11-20")
+
+
+def _one_community(g: ContextGraph) -> None:
+    """Every concept in one community, so every non-neighbour is a sibling candidate."""
+    with db.write(g.engine) as conn:
+        conn.execute(text("UPDATE entities SET community_id = 3 WHERE kind = 'concept'"))
+        meta.bump_version(conn)
+    weights.refresh(g.engine, g.settings)
+
+
+@pytest.mark.parametrize("way", ["python", "walk", "match"])
 @pytest.mark.parametrize(
     ("min_shared", "min_overlap"), [(1, 0.0), (2, 0.2), (3, 0.4), (2, 0.8), (5, 0.1)]
 )
 def test_pruned_community_siblings_equal_the_full_walk(
-    db_path: Path, write: Writer, vault: Path, min_shared: int, min_overlap: float
+    db_path: Path,
+    write: Writer,
+    vault: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    min_shared: int,
+    min_overlap: float,
+    way: str,
 ) -> None:
-    rng = random.Random(min_shared * 10 + int(min_overlap * 10))
-    for n in range(90):
-        links = rng.sample(CONCEPTS, k=rng.randint(2, 5))
-        write(f"s{n:03d}.md", " ".join(f"[[{c}]]" for c in links), created="2026-11-20")
+    # Each way is exact, and two of them divide by the strengths the precompute stores.
+    monkeypatch.setattr(Neighbourhoods, "sibling_way", lambda self, adjacent, candidates: way)
+    _write_siblings(write, seed=min_shared * 10 + int(min_overlap * 10))
     settings = Settings.from_env(
         now=parse_datetime(NOW),
         weights_min_notes=1,
@@ -190,11 +213,7 @@ def test_pruned_community_siblings_equal_the_full_walk(
     )
     with ContextGraph.open(db_path, settings=settings) as g:
         g.sync([vault])
-        with db.write(g.engine) as conn:  # one community: every non-neighbour is a candidate
-            conn.execute(text("UPDATE entities SET community_id = 3 WHERE kind = 'concept'"))
-            conn.execute(text("DELETE FROM concept_relations WHERE (a_id + b_id) % 3 = 0"))
-            meta.bump_version(conn)
-        weights.refresh(g.engine, g.settings)
+        _one_community(g)
         pruned = _answers(g)
         assert '"sharedNeighborCount"' in pruned, "no siblings: the test would prove nothing"
         assert _without_precompute(g) == pruned
@@ -318,18 +337,11 @@ def test_a_refresh_with_the_precompute_off_removes_the_lists_and_their_state(
 ) -> None:
     # Each way is exact; two of them divide by the strengths the precompute stores.
     monkeypatch.setattr(Neighbourhoods, "sibling_way", lambda self, adjacent, candidates: way)
-    # Leaves never meet; each shares hubs with the others: siblings, once in one community.
-    rng = random.Random(11)
-    for n in range(60):
-        links = [CONCEPTS[4 + n % 10], *rng.sample(CONCEPTS[:4], k=2)]
-        write(f"s{n:03d}.md", " ".join(f"[[{c}]]" for c in links), created="2026-11-20")
+    _write_siblings(write, seed=11)
     settings = Settings.from_env(now=parse_datetime(NOW), weights_min_notes=1)
     with ContextGraph.open(db_path, settings=settings) as g:
         g.sync([vault])
-        with db.write(g.engine) as conn:
-            conn.execute(text("UPDATE entities SET community_id = 3 WHERE kind = 'concept'"))
-            meta.bump_version(conn)
-        weights.refresh(g.engine, g.settings)
+        _one_community(g)
         answered = _answers(g)
         assert '"sharedNeighborCount"' in answered, "no siblings: the test would prove nothing"
 
