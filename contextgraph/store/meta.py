@@ -76,7 +76,7 @@ def mark_stale(conn: Connection, name: str) -> None:
 
 def clear_stale(conn: Connection, name: str) -> None:
     """Record that ``name`` was recomputed (call inside the recomputing transaction)."""
-    conn.execute(delete(T_META).where(T_META.c.key == STALE_PREFIX + name))
+    remove(conn, STALE_PREFIX + name)
 
 
 def is_stale(conn: Connection, name: str) -> bool:
