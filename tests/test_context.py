@@ -234,6 +234,7 @@ def _spec_expansion(
 
 @pytest.mark.parametrize("prefix_rows", [1, 3, 1024])
 @pytest.mark.parametrize("leave_out_seen", [True, False], ids=["unseen", "every-neighbour"])
+@pytest.mark.parametrize("drop_closed", [True, False], ids=["drop-closed", "every-frontier"])
 def test_expansion_equals_the_spec_by_brute_force(
     store: ContextGraph,
     vault: Path,
@@ -241,17 +242,31 @@ def test_expansion_equals_the_spec_by_brute_force(
     monkeypatch: pytest.MonkeyPatch,
     prefix_rows: int,
     leave_out_seen: bool,
+    drop_closed: bool,
 ) -> None:
     """A random graph of many score ties (weights 1, 0.5 and 0.25): every expansion, whether
     the frontier lists are whole or prefixes, is SPEC §5's by brute force. Once a hop has seen
     as many concepts as a prefix holds, its lists are computed without them (``unseen``, a
     prefix of those too when they are more); ``every-neighbour`` computes them whole all the
-    same."""
+    same. A frontier concept whose every neighbour is seen is left out of its hop
+    (``drop-closed``); ``every-frontier`` computes its list all the same."""
     import random
 
     from contextgraph.graph import neighbourhood
     from contextgraph.graph.neighbourhood import Neighbourhoods
 
+    dropped: list[int] = []
+    reaching = Neighbourhoods.reaching_past
+
+    def keep(self: Neighbourhoods, frontier: Any, seen: Any) -> list[int]:
+        frontier = list(frontier)
+        if not drop_closed:
+            return frontier
+        kept = reaching(self, frontier, seen)
+        dropped.extend(v for v in frontier if v not in kept)
+        return kept
+
+    monkeypatch.setattr(Neighbourhoods, "reaching_past", keep)
     unseen_lists: list[int] = []
     if leave_out_seen:
         unseen = Neighbourhoods._unseen
@@ -286,6 +301,36 @@ def test_expansion_equals_the_spec_by_brute_force(
             ] == _spec_expansion(notes, query, depth, size), (query, depth, size)
     if leave_out_seen and prefix_rows < 1024:
         assert unseen_lists  # the lists without the seen concepts were computed and checked
+    assert bool(dropped) == drop_closed  # closed frontier concepts were met, and left out
+
+
+def test_only_a_states_first_question_leaves_out_closed_frontier_concepts(
+    store: ContextGraph, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CLI run asks one question, so a frontier concept whose neighbours are all seen is
+    told apart by a look at its relations instead of computing its list; a process that asks
+    again computes the list, which the questions after it find cached."""
+    from contextgraph.graph import relationsql
+    from contextgraph.graph.neighbourhood import Neighbourhoods
+
+    # "b" is met only beside "q": its neighbours are all q's. "c" reaches past them to "d".
+    write("qb.md", "[[q]] [[b]] [[c]]")
+    write("qc.md", "[[q]] [[c]]")
+    write("cd.md", "[[c]] [[d]]")
+    store.sync([vault])
+    looks: list[int] = []
+    rows = relationsql.REACHES_PAST.rows
+    monkeypatch.setattr(
+        relationsql.REACHES_PAST,
+        "rows",
+        lambda conn, ids, params: looks.append(params["cid"]) or rows(conn, ids, params),
+    )
+    monkeypatch.setattr(Neighbourhoods, "_states", {})
+    first = store.build_context("q", depth=2)
+    assert len(looks) == 2  # b and c, the frontier
+    assert [(e.name, e.via) for e in first.expanded_relations] == [("d", "c")]
+    assert store.build_context("q", depth=2) == first
+    assert len(looks) == 2  # the second question asked nothing more
 
 
 def test_expanded_relations_respect_max_entities_over_all_hops(layered: ContextGraph) -> None:

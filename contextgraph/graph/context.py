@@ -310,6 +310,7 @@ def _expand(
         budget = max_entities - len(out)
         if budget <= 0 or not frontier:
             break
+        frontier = nb.reaching_past(frontier, seen)  # the others add nothing to this hop
         lists = {v: nb.ranked(v, skipping=seen) for v in frontier}
         names = nb.names(frontier)  # reading a list loads the names of its neighbours too
         if all(sc.complete for sc in lists.values()):

@@ -20,29 +20,26 @@ from functools import partial
 from operator import itemgetter
 from typing import Any, ClassVar, Literal
 
-from sqlalchemy import (
-    Connection,
-    Engine,
-    select,
-)
+from sqlalchemy import Connection, Engine
 
 from contextgraph.graph.relationsql import (
     COUNTS,
     OVERLAPS,
+    REACHES_PAST,
     RELATION_COUNT,
     RELATION_ROWS,
     RELATIONS_OF,
     STRENGTHS,
     WALK,
     adjacency_statement,
+    entity_names,
     members_statement,
     scored_statement,
     unseen_statement,
 )
 from contextgraph.settings import Settings
 from contextgraph.store.meta import graph_version
-from contextgraph.store.models import T_ENTITIES
-from contextgraph.store.sqlcore import ByIds, chunked, compiled_tuples
+from contextgraph.store.sqlcore import chunked, compiled_tuples
 
 MAX_EDGES = 2_000_000  # cached neighbour entries per database before the cache starts over
 
@@ -178,6 +175,7 @@ class _State:
     # that are prefixes, asked again by every later call that expands through them
     counts: dict[tuple[int, tuple[int, ...]], dict[int, int]] = field(default_factory=dict)
     edges: int = 0
+    asked: bool = False  # whether a question was asked of this state (see reaching_past)
 
 
 class Neighbourhoods:
@@ -206,7 +204,8 @@ class Neighbourhoods:
             if state is None or state.key != key or state.edges > MAX_EDGES:
                 state = _State(key=key)
                 self._states[url] = state
-        self.state = state
+        self.state, self.first = state, not state.asked
+        state.asked = True
         self.version = key[0]
         self._precomputed: bool | None = None  # whether contextgraph.graph.weights may be read
 
@@ -501,6 +500,15 @@ class Neighbourhoods:
             self.state.edges += len(cached) + 1
         return cached
 
+    def reaching_past(self, frontier: Iterable[int], seen: Collection[int]) -> list[int]:
+        """The ``frontier`` concepts, in order, but those whose every neighbour is in ``seen``
+        (:data:`~contextgraph.graph.relationsql.REACHES_PAST`). Only a state's first question
+        asks: a process that asks again computes the lists (a later question finds them)."""
+        if not self.first:
+            return list(frontier)
+        listed, reach = list(seen), partial(REACHES_PAST.rows, self.conn)
+        return [v for v in frontier if self._cached(v) or reach(listed, {"cid": v})[0][0]]
+
     def _cached(self, cid: int) -> Scored | None:
         cached = self.state.scored.get(cid)
         if cached is not None and cached.computed_at <= self.now < cached.valid_until:
@@ -575,11 +583,6 @@ class Neighbourhoods:
         return edges
 
 
-def entity_names(conn: Connection, ids: list[int]) -> dict[int, tuple[str, int | None]]:
-    """id -> (name, community id) of the given entities."""
-    return {int(eid): (name, community) for eid, name, community in _NAMES.rows(conn, ids)}
-
-
 def weighted_score(edge: tuple[int, float]) -> float:
     """weightedScore = count × (mean weight), computed as the spec states it."""
     co, total = edge
@@ -591,9 +594,4 @@ def rank_key(edge: tuple[int, float]) -> tuple[float, int]:
     return (-weighted_score(edge), -edge[0])
 
 
-_NAMES = ByIds(
-    select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.community_id), T_ENTITIES.c.id
-)
-
-
-__all__ = ["Neighbourhoods", "Scored", "entity_names", "weighted_score"]
+__all__ = ["Neighbourhoods", "Scored", "weighted_score"]

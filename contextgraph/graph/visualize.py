@@ -6,7 +6,7 @@ from sqlalchemy import Connection, select, union_all
 
 from contextgraph.graph.context import find_concept
 from contextgraph.graph.mermaid import MAX_EDGES, MermaidEdge, MermaidNode, render_flowchart
-from contextgraph.graph.neighbourhood import entity_names
+from contextgraph.graph.relationsql import entity_names
 from contextgraph.limits import VISUALIZE_DEPTH, VISUALIZE_MAX_NODES
 from contextgraph.store.models import T_CREL
 
