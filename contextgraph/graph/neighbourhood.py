@@ -507,7 +507,8 @@ class Neighbourhoods:
         if not self.first:
             return list(frontier)
         listed, reach = list(seen), partial(REACHES_PAST.rows, self.conn)
-        return [v for v in frontier if self._cached(v) or reach(listed, {"cid": v})[0][0]]
+        held = self.state.scored  # a list held already costs nothing to read
+        return [v for v in frontier if v in held or reach(listed, {"cid": v})[0][0]]
 
     def _cached(self, cid: int) -> Scored | None:
         cached = self.state.scored.get(cid)
