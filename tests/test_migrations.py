@@ -1,14 +1,20 @@
 from __future__ import annotations
 
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
 from pathlib import Path
 
+import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 
 from contextgraph import ContextGraph
-from contextgraph.store import db
+from contextgraph.store import blank, db
 from contextgraph.store.models import metadata
 from contextgraph.store.sqlcore import driver_sql
 from contextgraph.sync.apply import _source_files_query, stored_files
@@ -46,9 +52,16 @@ def test_blank_database_migrates_to_exactly_the_expected_tables(db_path: Path) -
     graph.close()
 
 
+def _migrated(path: Path) -> Engine:
+    """An engine on ``path`` migrated to head by Alembic, step by step (not from the snapshot)."""
+    engine = db.make_engine(path)
+    command.upgrade(db.alembic_config(engine), "head")
+    return engine
+
+
 def test_models_match_the_migrations(db_path: Path) -> None:
-    graph = ContextGraph.open(db_path)
-    with graph.engine.connect() as conn:
+    engine = _migrated(db_path)
+    with engine.connect() as conn:
         context = MigrationContext.configure(
             conn,
             opts={
@@ -59,7 +72,69 @@ def test_models_match_the_migrations(db_path: Path) -> None:
             },
         )
         assert compare_metadata(context, metadata) == []
+    engine.dispose()
+
+
+def _catalogue(path: Path) -> list[tuple[str, str, str, str | None]]:
+    engine = db.make_engine(path)
+    try:
+        with engine.connect() as conn:
+            return blank.catalogue(conn)
+    finally:
+        engine.dispose()
+
+
+def test_the_shipped_schema_snapshot_is_what_the_migrations_build(db_path: Path) -> None:
+    engine = _migrated(db_path)
+    with engine.connect() as conn:
+        fresh = blank.dump(conn)
+    engine.dispose()
+    assert blank.snapshot() == fresh, "run scripts/schema_snapshot.py after adding a migration"
+    assert fresh["revision"] == db.SCHEMA_HEAD
+
+
+def test_a_blank_file_gets_the_migrations_catalogue_without_alembic(tmp_path: Path) -> None:
+    probe = (
+        "import sys; from contextgraph import ContextGraph; "
+        f"ContextGraph.open({str(tmp_path / 'snapshot.db')!r}).close(); "
+        "print('alembic' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False"]
+    _migrated(tmp_path / "migrated.db").dispose()
+    made, migrated = _catalogue(tmp_path / "snapshot.db"), _catalogue(tmp_path / "migrated.db")
+    assert made == migrated
+    assert len(made) > len(EXPECTED_TABLES)  # indexes, the view and the triggers too
+    with closing(sqlite3.connect(tmp_path / "snapshot.db")) as raw:
+        assert raw.execute("SELECT version_num FROM alembic_version").fetchall() == [
+            (db.SCHEMA_HEAD,)
+        ]
+        assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_a_snapshot_of_another_revision_is_never_used(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(blank, "snapshot", lambda: {"revision": "0006_x", "objects": ["bad"]})
+    graph = ContextGraph.open(db_path)  # migrated by Alembic instead: "bad" would not run
+    assert db.current_revision(graph.engine) == db.SCHEMA_HEAD
     graph.close()
+    _migrated(db_path.with_name("migrated.db")).dispose()
+    assert _catalogue(db_path) == _catalogue(db_path.with_name("migrated.db"))
+
+
+def test_a_file_that_is_not_blank_is_left_to_alembic(db_path: Path) -> None:
+    """An empty ``alembic_version`` table (a migration killed before its first step) is not a
+    blank file: the snapshot is not used (its first table would exist), Alembic migrates it."""
+    with closing(sqlite3.connect(db_path)) as raw:
+        raw.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)")
+        raw.commit()
+    engine = db.make_engine(db_path)
+    with db.write(engine) as conn:
+        assert not blank.create(conn, db.SCHEMA_HEAD)
+    db.upgrade(engine)
+    assert db.current_revision(engine) == db.SCHEMA_HEAD
+    engine.dispose()
 
 
 def test_schema_head_constant_matches_the_scripts() -> None:

@@ -86,9 +86,10 @@ def _orm(modules: set[str]) -> set[str]:
 
 def test_a_sync_loads_no_orm_cold_or_warm(tmp_path: Path, write: object, vault: Path) -> None:
     write("a.md", "[[Alpha]] and [[Beta]].")  # type: ignore[operator]
-    db = tmp_path / "fresh.db"  # blank: the first sync migrates it (Alembic) and loads it cold
+    db = tmp_path / "fresh.db"  # blank: the first sync creates it (the snapshot), loads it cold
     cold = _all_modules_loaded_by(db, "sync", str(vault), "--json")
-    assert "alembic" in {m.split(".")[0] for m in cold}  # the probe really migrated
+    assert "contextgraph.store.blank" in cold  # the probe really created the schema
+    assert "alembic" not in {m.split(".")[0] for m in cold}
     assert not _orm(cold), sorted(_orm(cold))
     write("a.md", "[[Alpha]] and [[Gamma]].")  # type: ignore[operator]
     warm = _all_modules_loaded_by(db, "sync", "--json")

@@ -542,7 +542,11 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Apply migrations up to ``revision``; a no-op (no Alembic import) when already at head."""
+    """Apply migrations up to ``revision``; a no-op (no Alembic import) when already at head.
+
+    A blank SQLite file gets the head schema from its snapshot, without Alembic
+    (:mod:`contextgraph.store.blank`).
+    """
     current = current_revision(engine)
     if revision == "head" and current == SCHEMA_HEAD:
         return
@@ -556,6 +560,12 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
             f"{_where(engine)} is read-only and its schema ({current or 'blank'}) is not at "
             f"{SCHEMA_HEAD}: it cannot be upgraded"
         )
+    if revision == "head" and current is None and engine.url.get_backend_name() == "sqlite":
+        from contextgraph.store import blank
+
+        with write(engine) as conn:  # BEGIN IMMEDIATE: a second opener waits, then finds it done
+            if blank.create(conn, SCHEMA_HEAD):
+                return
     from alembic import command
     from alembic.util import CommandError
 
