@@ -26,7 +26,7 @@ from sqlalchemy import Connection, Engine, delete, select
 from contextgraph.errors import NotFound, SyncInProgress
 from contextgraph.graph.stats import counts
 from contextgraph.settings import Settings
-from contextgraph.store import db, meta, nowrite
+from contextgraph.store import checkpoint, db, meta, nowrite
 from contextgraph.store.dialect import is_postgresql
 from contextgraph.store.models import T_FILES, T_SOURCES
 from contextgraph.store.sources import SourceInfo, list_sources
@@ -281,7 +281,8 @@ def _finish(
     if _is_stale(engine, meta.COMMUNITIES):
         nowrite.check("detect communities")
         report.graph_changed = True
-        _recompute_communities(engine, settings, report)
+        with checkpoint.meanwhile(engine):  # the files' WAL is copied while communities compute
+            _recompute_communities(engine, settings, report)
     report.phases["communities"] = time.perf_counter() - t
     t = time.perf_counter()
     _refresh_weights(engine, settings)

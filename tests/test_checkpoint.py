@@ -1,0 +1,97 @@
+"""A sync copies its WAL into the database file while its communities compute
+(store/checkpoint.py): in a thread that never outlives the step and hands its error on."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from helpers import Writer
+from sqlalchemy import Engine, text
+
+from contextgraph import ContextGraph
+from contextgraph.errors import DatabaseError
+from contextgraph.store import checkpoint, db
+
+
+def _copying() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == checkpoint.THREAD_NAME]
+
+
+def test_the_wal_is_copied_into_the_database_file_meanwhile(db_path: Path) -> None:
+    graph = ContextGraph.open(db_path)
+    before = db_path.stat().st_size
+    with db.write(graph.engine) as conn:  # about 1 MB, far below wal_autocheckpoint
+        conn.execute(text("CREATE TABLE scratch (x TEXT)"))
+        conn.execute(text("INSERT INTO scratch VALUES (:x)"), [{"x": "y" * 4000}] * 250)
+    assert db_path.stat().st_size == before  # committed, but in the WAL only
+    with checkpoint.meanwhile(graph.engine):
+        deadline = time.monotonic() + 30
+        while db_path.stat().st_size < before + 1_000_000 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert db_path.stat().st_size >= before + 1_000_000
+    assert not _copying()  # joined when the block ended
+    with db.read(graph.engine) as conn:
+        assert conn.execute(text("SELECT count(*) FROM scratch")).scalar_one() == 250
+    graph.close()
+
+
+def test_a_sync_copies_while_its_communities_compute_and_leaves_no_thread(
+    db_path: Path, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = ContextGraph.open(db_path)
+    entered: list[Engine] = []
+    meanwhile = checkpoint.meanwhile
+
+    @contextmanager
+    def recorded(engine: Engine) -> Iterator[None]:
+        with meanwhile(engine):
+            entered.append(engine)
+            yield
+
+    monkeypatch.setattr(checkpoint, "meanwhile", recorded)
+    write("a.md", "[[Alpha]] and [[Beta]].")
+    assert graph.sync([vault]).communities
+    assert entered == [graph.engine] and not _copying()
+    assert graph.sync([vault]).unchanged == 1  # no community to compute: nothing to copy
+    assert entered == [graph.engine]
+    assert graph.doctor().ok
+    graph.close()
+
+
+@pytest.mark.parametrize("where", ["memory", "read-only"])
+def test_there_is_nothing_to_copy_in_memory_or_read_only(
+    db_path: Path, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if where == "memory":
+        graph = ContextGraph.open(":memory:")
+    else:
+        ContextGraph.open(db_path).close()
+        monkeypatch.setattr(db, "_writable", lambda _path: False)
+        graph = ContextGraph.open(db_path)
+        assert db.is_read_only(graph.engine)
+    with checkpoint.meanwhile(graph.engine):
+        assert not _copying()
+    graph.close()
+
+
+def test_the_copys_error_reaches_the_caller_unless_the_block_failed(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = ContextGraph.open(db_path)
+
+    def broken() -> object:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(graph.engine, "raw_connection", broken)
+    with pytest.raises(DatabaseError, match="disk I/O error"), checkpoint.meanwhile(graph.engine):
+        pass
+    with pytest.raises(KeyError, match="the block's own"), checkpoint.meanwhile(graph.engine):
+        raise KeyError("the block's own")
+    assert not _copying()
+    graph.close()
