@@ -14,6 +14,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, text
 
 from contextgraph import ContextGraph
+from contextgraph.errors import DatabaseError
 from contextgraph.store import blank, db
 from contextgraph.store.models import metadata
 from contextgraph.store.sqlcore import driver_sql
@@ -121,6 +122,21 @@ def test_a_snapshot_of_another_revision_is_never_used(
     graph.close()
     _migrated(db_path.with_name("migrated.db")).dispose()
     assert _catalogue(db_path) == _catalogue(db_path.with_name("migrated.db"))
+
+
+def test_a_snapshot_that_fails_leaves_the_file_blank_with_a_clear_error(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = {"revision": db.SCHEMA_HEAD, "objects": ["CREATE TABLE sources (x)", "CREATE TABLE ("]}
+    monkeypatch.setattr(blank, "snapshot", lambda: made)
+    with pytest.raises(DatabaseError, match=r"migrating the database failed: .*syntax error"):
+        ContextGraph.open(db_path)
+    with closing(sqlite3.connect(db_path)) as raw:  # one transaction: nothing of it was kept
+        assert raw.execute("SELECT count(*) FROM sqlite_master").fetchone() == (0,)
+    monkeypatch.undo()
+    graph = ContextGraph.open(db_path)
+    assert db.current_revision(graph.engine) == db.SCHEMA_HEAD
+    graph.close()
 
 
 def test_a_file_that_is_not_blank_is_left_to_alembic(db_path: Path) -> None:

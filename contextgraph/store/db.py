@@ -542,11 +542,8 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Apply migrations up to ``revision``; a no-op (no Alembic import) when already at head.
-
-    A blank SQLite file gets the head schema from its snapshot, without Alembic
-    (:mod:`contextgraph.store.blank`).
-    """
+    """Apply migrations up to ``revision``; a no-op (no Alembic import) when already at head,
+    and a blank SQLite file's head schema comes without Alembic (:mod:`.blank`)."""
     current = current_revision(engine)
     if revision == "head" and current == SCHEMA_HEAD:
         return
@@ -563,9 +560,12 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     if revision == "head" and current is None and engine.url.get_backend_name() == "sqlite":
         from contextgraph.store import blank
 
-        with write(engine) as conn:  # BEGIN IMMEDIATE: a second opener waits, then finds it done
-            if blank.create(conn, SCHEMA_HEAD):
-                return
+        try:  # in BEGIN IMMEDIATE: a second opener waits, then finds the schema made
+            with write(engine) as conn:
+                if blank.create(conn, SCHEMA_HEAD):
+                    return
+        except DBAPIError as exc:
+            raise _migration_error(engine, exc) from exc
     from alembic import command
     from alembic.util import CommandError
 
@@ -574,10 +574,12 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     except CommandError as exc:  # an unknown or malformed target revision
         raise DatabaseError(f"cannot upgrade to {revision[:64]!r}: {exc}") from None
     except DBAPIError as exc:
-        mapped = translate(engine, exc)
-        if mapped is not exc:
-            raise mapped from exc
-        raise DatabaseError(f"migrating the database failed: {exc.orig}") from exc
+        raise _migration_error(engine, exc) from exc
+
+
+def _migration_error(engine: Engine, exc: DBAPIError) -> BaseException:
+    mapped = translate(engine, exc)
+    return DatabaseError(f"migrating the database failed: {exc.orig}") if mapped is exc else mapped
 
 
 def downgrade(engine: Engine, revision: str) -> None:
