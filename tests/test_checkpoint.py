@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -49,8 +49,8 @@ def test_a_sync_copies_while_its_communities_compute_and_leaves_no_thread(
     meanwhile = checkpoint.meanwhile
 
     @contextmanager
-    def recorded(engine: Engine) -> Iterator[None]:
-        with meanwhile(engine):
+    def recorded(engine: Engine, first: Callable[[], None] | None = None) -> Iterator[None]:
+        with meanwhile(engine, first):
             entered.append(engine)
             yield
 
@@ -91,7 +91,46 @@ def test_the_copys_error_reaches_the_caller_unless_the_block_failed(
     monkeypatch.setattr(graph.engine, "raw_connection", broken)
     with pytest.raises(DatabaseError, match="disk I/O error"), checkpoint.meanwhile(graph.engine):
         pass
-    with pytest.raises(KeyError, match="the block's own"), checkpoint.meanwhile(graph.engine):
+    block = checkpoint.meanwhile(graph.engine)
+    with pytest.raises(KeyError, match="the block's own") as failed, block:
         raise KeyError("the block's own")
+    assert failed.value.__notes__ == [
+        f"meanwhile, in the {checkpoint.THREAD_NAME} thread: disk I/O error"
+    ]
     assert not _copying()
+    graph.close()
+
+
+def test_a_first_step_runs_in_the_thread_before_the_copy_or_before_the_block(
+    db_path: Path,
+) -> None:
+    graph = ContextGraph.open(db_path)
+    ran: list[str] = []
+
+    def first() -> None:
+        ran.append(threading.current_thread().name)
+
+    with checkpoint.meanwhile(graph.engine, first):
+        pass
+    assert ran == [checkpoint.THREAD_NAME] and not _copying()
+    graph.close()
+    ran.clear()
+    with ContextGraph.open(":memory:") as memory, checkpoint.meanwhile(memory.engine, first):
+        assert ran == [threading.current_thread().name]  # no thread of its own: done already
+
+
+def test_a_first_step_that_fails_skips_the_copy_and_reaches_the_caller(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = ContextGraph.open(db_path)
+    copies: list[object] = []
+    connect = graph.engine.raw_connection
+    monkeypatch.setattr(graph.engine, "raw_connection", lambda: copies.append(1) or connect())
+
+    def first() -> None:
+        raise sqlite3.OperationalError("database disk image is malformed")
+
+    with pytest.raises(DatabaseError, match="malformed"), checkpoint.meanwhile(graph.engine, first):
+        pass
+    assert copies == [] and not _copying()
     graph.close()

@@ -9,6 +9,7 @@ store whose next sync (of any kind) recreates what was dropped before writing an
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +21,8 @@ from sqlalchemy import Connection, text
 from sqlalchemy.exc import IntegrityError
 
 from contextgraph import ContextGraph, Settings
-from contextgraph.store import db, meta
+from contextgraph.errors import DatabaseError
+from contextgraph.store import checkpoint, db, meta
 from contextgraph.sync import coldload, run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -257,3 +259,117 @@ def test_only_a_cold_load_writes_without_foreign_key_checks(
 def test_a_sync_leaves_the_writing_process_a_core() -> None:
     assert [run.pool_size(0, cores) for cores in (1, 2, 3, 4, 8, 64)] == [0, 1, 2, 3, 4, 4]
     assert [run.pool_size(workers, 2) for workers in (1, 2, 6)] == [0, 2, 6]  # as set
+
+
+def _fresh_schema(tmp_path: Path) -> list[tuple[str, str, str]]:
+    with ContextGraph.open(tmp_path / "fresh-schema.db"):
+        pass
+    return _schema(tmp_path / "fresh-schema.db")
+
+
+def test_a_cold_load_restores_beside_its_communities_and_before_their_write(
+    tmp_path: Path, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextgraph.graph import communities
+
+    events: list[str] = []
+    real_restore, real_membership = coldload.restore, communities._write_membership
+
+    def restore(conn: Connection) -> None:
+        real_restore(conn)
+        events.append(f"restored in {threading.current_thread().name}")
+
+    def membership(conn: Connection, rows: list[dict[str, int]]) -> None:
+        events.append("membership written")
+        real_membership(conn, rows)
+
+    monkeypatch.setattr(coldload, "restore", restore)
+    monkeypatch.setattr(communities, "_write_membership", membership)
+    _notes(write, 30)
+    database = tmp_path / "graph.db"
+    with ContextGraph.open(database, settings=Settings.from_env(batch_files=7)) as graph:
+        assert graph.sync([vault]).communities
+        assert events == [f"restored in {checkpoint.THREAD_NAME}", "membership written"]
+        assert not [t for t in threading.enumerate() if t.name == checkpoint.THREAD_NAME]
+        with db.read(graph.engine) as conn:
+            assert not meta.is_stale(conn, coldload.COLD_LOAD)
+        assert graph.doctor().ok
+    assert _schema(database) == _fresh_schema(tmp_path)
+
+
+def test_a_cold_load_of_two_folders_restores_before_the_second_writes(
+    tmp_path: Path, vault: Path, write: Writer
+) -> None:
+    other = tmp_path / "other"
+    _notes(write, 9)
+    for n in range(4):
+        write(f"o{n}.md", f"[[Other {n}]] and [[Topic 1]]: xylophone {n}\n", root=other)
+    database = tmp_path / "graph.db"
+    with ContextGraph.open(database, settings=Settings.from_env(batch_files=3)) as graph:
+        graph.sync([vault, other])  # one sync: the first folder's load is cold, not the second's
+        assert len(graph.search("xylophone").hits) == 4  # indexed by the trigger, back in time
+        assert len(graph.search("prose").hits) == 9
+        assert graph.doctor().ok
+    assert _schema(database) == _fresh_schema(tmp_path)
+    assert len(_dates(database)) == 13
+    with ContextGraph.open(tmp_path / "one-by-one.db") as fresh:
+        fresh.sync([vault])
+        fresh.sync([other])
+    assert _index(database) == _index(tmp_path / "one-by-one.db")
+
+
+@pytest.mark.parametrize("vault_holds", ["notes without links", "code only"])
+def test_a_cold_load_without_communities_to_compute_restores_all_the_same(
+    tmp_path: Path, vault: Path, write: Writer, vault_holds: str
+) -> None:
+    for n in range(6):
+        if vault_holds == "code only":
+            write(f"m{n}.py", f"import m{(n + 1) % 6}\n\ndef f{n}():\n    return {n}\n")
+        else:
+            write(f"n{n}.md", f"# Plain {n}\nNo link here, prose {n}.\n")
+    database = tmp_path / "graph.db"
+    with ContextGraph.open(database) as graph:
+        report = graph.sync([vault])
+        assert not report.graph_changed and report.added == 6
+        with db.read(graph.engine) as conn:
+            assert not meta.is_stale(conn, coldload.COLD_LOAD)
+        assert graph.doctor().ok
+    assert _schema(database) == _fresh_schema(tmp_path)
+
+
+def test_a_restore_that_fails_fails_the_sync_and_the_next_sync_restores(
+    tmp_path: Path, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(conn: Connection) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    _notes(write, 10)
+    database = tmp_path / "graph.db"
+    with ContextGraph.open(database) as graph:
+        with monkeypatch.context() as patched:
+            patched.setattr(coldload, "restore", broken)
+            with pytest.raises(DatabaseError, match="disk I/O error"):
+                graph.sync([vault])
+        with db.read(graph.engine) as conn:
+            assert meta.is_stale(conn, coldload.COLD_LOAD)  # left for the next sync
+        assert graph.doctor().ok  # the rows are all there and indexed: only slower meanwhile
+        write("late.md", "[[Late Topic]] and [[Topic 1]]\n")
+        graph.sync()
+        with db.read(graph.engine) as conn:
+            assert not meta.is_stale(conn, coldload.COLD_LOAD)
+        assert [h.uri for h in graph.search("late topic").hits]
+        assert graph.doctor().ok
+    assert _schema(database) == _fresh_schema(tmp_path)
+
+
+def test_a_cold_load_in_memory_restores_before_its_communities(vault: Path, write: Writer) -> None:
+    _notes(write, 8)
+    with ContextGraph.open(":memory:") as graph:
+        assert graph.sync([vault]).communities
+        with db.read(graph.engine) as conn:
+            assert not meta.is_stale(conn, coldload.COLD_LOAD)
+            names = set(conn.exec_driver_sql("SELECT name FROM sqlite_master").scalars())
+        assert set(coldload.DEFERRED) <= names
+        write("late.md", "[[Late Topic]] and xylophone\n")
+        graph.sync()
+        assert [h.uri for h in graph.search("xylophone").hits]

@@ -22,7 +22,8 @@ import gc
 import json
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -255,8 +256,17 @@ def _write_membership(conn: Connection, rows: list[dict[str, int]]) -> None:
     conn.exec_driver_sql(_drop_writeback_sql())
 
 
-def recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
+def recompute(
+    engine: Engine,
+    settings: Settings,
+    meanwhile: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> CommunityRunInfo:
     """Detect communities over the concept graph now, store them and record the run.
+
+    ``meanwhile()`` is entered once the run has claimed the stale mark, and left before the run
+    writes anything: the caller's work on a connection of its own overlaps the reading and the
+    partition (a sync recreates its cold load's indexes and copies its WAL then,
+    :func:`contextgraph.store.checkpoint.meanwhile`).
 
     The cyclic GC stays paused throughout, not only while :func:`_read` runs: the graph's
     hundreds of thousands of edge tuples live until the run is stored, and every full collection
@@ -265,15 +275,17 @@ def recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _recompute(engine, settings)
+        return _recompute(engine, settings, meanwhile)
     finally:
         if paused:
             gc.enable()
 
 
-def _recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
+def _recompute(
+    engine: Engine, settings: Settings, meanwhile: Callable[[], AbstractContextManager[object]]
+) -> CommunityRunInfo:
     # igraph loads only here: listing the stored communities never needs it.
-    from contextgraph.graph.partition import assign_stable_ids, check_arguments, partition
+    from contextgraph.graph.partition import check_arguments, partition
 
     started = time.perf_counter()
     algorithm = settings.community_algorithm
@@ -283,39 +295,22 @@ def _recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
     check_arguments(algorithm, resolution)
     with db.write(engine, retry_seconds=retry) as conn:
         token = meta.claim_stale(conn, meta.COMMUNITIES)
-    with db.read(engine, retry_seconds=retry) as conn:
-        snap = _read(conn)
-    threshold = settings.community_leiden_min_edges
-    if algorithm == "louvain" and 0 < threshold <= len(snap.pairs):
-        algorithm = "leiden"  # recorded as such in the run
+    with meanwhile():  # the caller's work that overlaps reading and partitioning
+        with db.read(engine, retry_seconds=retry) as conn:
+            snap = _read(conn)
+        threshold = settings.community_leiden_min_edges
+        if algorithm == "louvain" and 0 < threshold <= len(snap.pairs):
+            algorithm = "leiden"  # recorded as such in the run
 
-    membership, modularity = partition(
-        len(snap.ids),
-        snap.pairs,
-        snap.weights,
-        algorithm=algorithm,
-        resolution=resolution,
-        seed=seed,
-    )
-    groups: dict[int, list[str]] = defaultdict(list)
-    for name, label in zip(snap.names, membership, strict=True):
-        groups[label].append(name)
-    previous_groups: dict[int, list[str]] = defaultdict(list)
-    for name, cid in zip(snap.names, snap.old, strict=True):
-        if cid is not None:
-            previous_groups[cid].append(name)
-    assigned = assign_stable_ids(
-        {cid: frozenset(members) for cid, members in previous_groups.items()},
-        [frozenset(members) for members in groups.values()],
-        snap.next_id,
-    )
-    community_of: dict[str, int] = {}
-    for cid, members in assigned.items():
-        for name in members:
-            community_of[name] = cid
-    next_id = max([snap.next_id, *(cid + 1 for cid in assigned)])
-    sizes = sorted((cid, len(members)) for cid, members in assigned.items())
-    new_ids = [community_of[name] for name in snap.names]
+        membership, modularity = partition(
+            len(snap.ids),
+            snap.pairs,
+            snap.weights,
+            algorithm=algorithm,
+            resolution=resolution,
+            seed=seed,
+        )
+        new_ids, sizes, next_id = _stable_ids(snap, membership)
 
     with db.write(engine, retry_seconds=retry) as conn:
         last_run = conn.execute(_LAST_RUN).scalar_one()
@@ -365,6 +360,35 @@ def _recompute(engine: Engine, settings: Settings) -> CommunityRunInfo:
         }
         run_id = conn.execute(insert(T_RUNS).values(run).returning(T_RUNS.c.id)).scalar_one()
     return CommunityRunInfo(id=int(run_id), **run)
+
+
+def _stable_ids(
+    snap: _Snapshot, membership: list[int]
+) -> tuple[list[int], list[tuple[int, int]], int]:
+    """Each concept's community id (a previous one kept where its community continues), the
+    (id, size) of every community, and the next fresh id."""
+    from contextgraph.graph.partition import assign_stable_ids
+
+    groups: dict[int, list[str]] = defaultdict(list)
+    for name, label in zip(snap.names, membership, strict=True):
+        groups[label].append(name)
+    previous_groups: dict[int, list[str]] = defaultdict(list)
+    for name, cid in zip(snap.names, snap.old, strict=True):
+        if cid is not None:
+            previous_groups[cid].append(name)
+    assigned = assign_stable_ids(
+        {cid: frozenset(members) for cid, members in previous_groups.items()},
+        [frozenset(members) for members in groups.values()],
+        snap.next_id,
+    )
+    community_of: dict[str, int] = {}
+    for cid, members in assigned.items():
+        for name in members:
+            community_of[name] = cid
+    next_id = max([snap.next_id, *(cid + 1 for cid in assigned)])
+    sizes = sorted((cid, len(members)) for cid, members in assigned.items())
+    new_ids = [community_of[name] for name in snap.names]
+    return new_ids, sizes, next_id
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,8 +10,10 @@ load, in its own write transaction, keeps their SQL in the stale mark :data:`COL
 inside its transaction (:func:`contextgraph.store.fulltext.index_files` and
 :func:`fill_search_dates`), so neither the full-text index nor ``search_dates`` ever lags the
 files; and one transaction at the end recreates the objects exactly as they were
-(:func:`restore`). Without the indexes, queries give the same answers, only slower, for the
-length of the load.
+(:func:`restore`). The sync runs it in a thread while its communities read and partition the
+graph (:func:`contextgraph.sync.run._finish`), or before anything else writes: the next
+folder's batches, a code graph's rebuild. Without the indexes, queries give the same answers,
+only slower, for the length of the load.
 
 A sync killed in between leaves the mark: every sync starts by calling :func:`restore` (under
 the sync lock, before any of its batches), and every writer of ``files`` is a sync.
@@ -25,12 +27,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from sqlalchemy import DDL, Connection, Index, Insert, column, insert, select
+from sqlalchemy import DDL, Connection, Engine, Index, Insert, column, insert, select
 from sqlalchemy import table as table_clause
 
 from contextgraph.errors import CorruptDatabase
 from contextgraph.graph.decay import reference_sql
-from contextgraph.store import meta
+from contextgraph.store import db, meta
 from contextgraph.store.dialect import is_postgresql
 from contextgraph.store.models import T_CREL, T_FILES, T_MENTIONS, T_SEARCH_DATES, T_SOURCES
 from contextgraph.store.sqlcore import ForIds, IdList
@@ -65,6 +67,20 @@ def defer(conn: Connection) -> bool:
         if index.name in kept:
             index.drop(conn)
     return True
+
+
+def store_is_empty(engine: Engine) -> bool:
+    """True on SQLite when no source has any file stored: a sync's load would be a cold one."""
+    if is_postgresql(engine):
+        return False  # its index is a column computed per row: nothing to defer
+    with db.read(engine) as conn:
+        return conn.execute(select(T_FILES.c.id).limit(1)).first() is None
+
+
+def finish(engine: Engine, retry_seconds: float) -> None:
+    """:func:`restore` in a write transaction of its own."""
+    with db.write(engine, retry_seconds=retry_seconds) as conn:
+        restore(conn)
 
 
 def is_deferred(conn: Connection) -> bool:
@@ -120,4 +136,13 @@ def _model_indexes() -> list[Index]:
     return [index for t in tables for index in t.indexes if index.name in _INDEXES]
 
 
-__all__ = ["COLD_LOAD", "DEFERRED", "defer", "fill_search_dates", "is_deferred", "restore"]
+__all__ = [
+    "COLD_LOAD",
+    "DEFERRED",
+    "defer",
+    "fill_search_dates",
+    "finish",
+    "is_deferred",
+    "restore",
+    "store_is_empty",
+]

@@ -18,17 +18,18 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, delete, select
+from sqlalchemy import Connection, Engine, delete
 
 from contextgraph.errors import NotFound, SyncInProgress
 from contextgraph.graph.stats import counts
 from contextgraph.settings import Settings
 from contextgraph.store import checkpoint, db, meta, nowrite
 from contextgraph.store.dialect import is_postgresql
-from contextgraph.store.models import T_FILES, T_SOURCES
+from contextgraph.store.models import T_SOURCES
 from contextgraph.store.sources import SourceInfo, list_sources
 from contextgraph.sync import coldload
 from contextgraph.sync.apply import (
@@ -172,15 +173,18 @@ def run_sync(
         report.phases["lock"] = time.perf_counter() - started
         with db.read(engine) as conn:
             registered = list_sources(conn)
-            unfinished = _cold_load_unfinished(conn)
+            unfinished = coldload.is_deferred(conn)  # a cold load was killed
         if unfinished:
-            _finish_cold_load(engine, settings)
+            coldload.finish(engine, settings.lock_retry_seconds)
         chosen = [s for s in registered if sources is None or s.name in sources]
         exclude = _database_files(db_path)
+        deferred = False
         for source in chosen:
+            if deferred:  # this source's batches insert files: they need the triggers back
+                coldload.finish(engine, settings.lock_retry_seconds)
             report.sources.append(source.name)
-            _sync_source(engine, settings, source, exclude, report, progress)
-        _finish(engine, settings, registered, report)
+            deferred = _sync_source(engine, settings, source, exclude, report, progress)
+        _finish(engine, settings, registered, report, deferred=deferred)
     report.phases["total"] = time.perf_counter() - started
     return report
 
@@ -214,9 +218,9 @@ def sync_paths(
     started = time.perf_counter()
     with db.read(engine) as conn:
         registered = list_sources(conn)
-        unfinished = _cold_load_unfinished(conn)
+        unfinished = coldload.is_deferred(conn)  # a cold load was killed
     if unfinished:
-        _finish_cold_load(engine, settings)
+        coldload.finish(engine, settings.lock_retry_seconds)
     found = [s for s in registered if s.name == source]
     if not found:
         raise NotFound(f"no source named {source!r}")
@@ -225,14 +229,14 @@ def sync_paths(
     exclude = _database_files(db.database_path(engine))
     picked = pick(info.root, sorted(set(paths)), exclude)
     if picked is None:
-        _sync_source(engine, settings, info, exclude, report, None)
+        deferred = _sync_source(engine, settings, info, exclude, report, None)
     else:
         files, asked = picked
         report.scanned += len(files)
         with db.read(engine) as conn:
             existing = stored_files(conn, info.id, asked)
-        _reconcile(engine, settings, info, files, existing, report, None, reread=reread)
-    _finish(engine, settings, [info], report)
+        deferred = _reconcile(engine, settings, info, files, existing, report, None, reread=reread)
+    _finish(engine, settings, [info], report, deferred=deferred)
     report.phases["total"] = time.perf_counter() - started
     return report
 
@@ -251,9 +255,9 @@ def forget_source(engine: Engine, settings: Settings, source: SourceInfo) -> Syn
             ops: list[FileOp] = [
                 Delete(path, old) for path, old in stored_files(conn, source.id).items()
             ]
-            unfinished = _cold_load_unfinished(conn)
+            unfinished = coldload.is_deferred(conn)  # a cold load was killed
         if unfinished:
-            _finish_cold_load(engine, settings)
+            coldload.finish(engine, settings.lock_retry_seconds)
         for start in range(0, len(ops), settings.batch_files):
             _write_batch(
                 engine, settings, source, ops[start : start + settings.batch_files], report
@@ -268,21 +272,42 @@ def forget_source(engine: Engine, settings: Settings, source: SourceInfo) -> Syn
 
 
 def _finish(
-    engine: Engine, settings: Settings, sources: list[SourceInfo], report: SyncReport
+    engine: Engine,
+    settings: Settings,
+    sources: list[SourceInfo],
+    report: SyncReport,
+    *,
+    deferred: bool = False,
 ) -> None:
-    """Recompute what the file phase marked stale (code graphs, communities); count."""
+    """Recompute what the file phase marked stale (code graphs, communities); count.
+
+    ``deferred``: the last source's cold load has yet to recreate what it dropped
+    (:func:`coldload.restore`). That runs in a thread while the communities read and partition
+    the graph, then the WAL is copied (:func:`checkpoint.meanwhile`); before a code graph is
+    rebuilt, or at the end when the communities are current, it runs here.
+    """
+    restore: Callable[[], None] | None = None
+    if deferred:
+        restore = partial(coldload.finish, engine, settings.lock_retry_seconds)
     t = time.perf_counter()
     for source in sources:
         if _is_stale(engine, meta.code_graph(source.id)):
             nowrite.check("rebuild a code graph")
+            if restore is not None:
+                restore()
+                restore = None
             _rebuild_code_graph(engine, source.id)
     report.phases["codegraph"] = time.perf_counter() - t
     t = time.perf_counter()
     if _is_stale(engine, meta.COMMUNITIES):
         nowrite.check("detect communities")
         report.graph_changed = True
-        with checkpoint.meanwhile(engine):  # the files' WAL is copied while communities compute
-            _recompute_communities(engine, settings, report)
+        first, restore = restore, None
+        _recompute_communities(
+            engine, settings, report, meanwhile=partial(checkpoint.meanwhile, engine, first)
+        )
+    if restore is not None:
+        restore()
     report.phases["communities"] = time.perf_counter() - t
     t = time.perf_counter()
     _refresh_weights(engine, settings)
@@ -298,12 +323,17 @@ def _rebuild_code_graph(engine: Engine, source_id: int) -> None:
     rebuild_code_graph(engine, source_id)
 
 
-def _recompute_communities(engine: Engine, settings: Settings, report: SyncReport) -> None:
+def _recompute_communities(
+    engine: Engine,
+    settings: Settings,
+    report: SyncReport,
+    meanwhile: Callable[[], AbstractContextManager[object]],
+) -> None:
     # Not at module level: communities loads igraph (about 0.1 s), which only a sync that changed
     # the concept graph needs; every query command imports this module through the facade.
     from contextgraph.graph import communities
 
-    run = communities.recompute(engine, settings)
+    run = communities.recompute(engine, settings, meanwhile)
     report.communities = run.community_count
     report.modularity = run.modularity
 
@@ -333,12 +363,13 @@ def _sync_source(
     exclude: list[Path],
     report: SyncReport,
     progress: Progress | None,
-) -> None:
+) -> bool:
+    """Scan ``source`` and reconcile the store with it; True when its cold load is deferred."""
     t = time.perf_counter()
     if not source.root.is_dir():
         report.failed.append(Problem(source.name, ".", f"source folder {source.root} is missing"))
         report.missing.append(source.name)
-        return
+        return False
     scanned = scan(source.root, exclude=exclude)
     for path, reason in scanned.problems:
         report.failed.append(Problem(source.name, path, reason))
@@ -346,7 +377,7 @@ def _sync_source(
     with db.read(engine) as conn:
         existing = stored_files(conn, source.id)
     report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t
-    _reconcile(engine, settings, source, scanned.files, existing, report, progress)
+    return _reconcile(engine, settings, source, scanned.files, existing, report, progress)
 
 
 def _reconcile(
@@ -359,8 +390,12 @@ def _reconcile(
     progress: Progress | None,
     *,
     reread: bool = False,
-) -> None:
-    """Move the store from ``existing`` to ``files``: what is in the first only is gone."""
+) -> bool:
+    """Move the store from ``existing`` to ``files``: what is in the first only is gone.
+
+    Returns True when the batches ran as a cold load whose dropped indexes and triggers are yet
+    to be recreated: the caller restores them (:func:`_finish`) before anything else writes.
+    """
     jobs = _jobs(files, existing, settings, reread)
     report.unchanged += len(files) - len(jobs)
     present = {f.path for f in files}
@@ -372,7 +407,7 @@ def _reconcile(
         by_hash[(gone[path].hash, gone[path].kind)].append(gone[path])
     t = time.perf_counter()
     # A load into a store without any file builds some indexes once, not per row (coldload.py).
-    cold = bool(jobs) and not existing and _store_is_empty(engine)
+    cold = bool(jobs) and not existing and coldload.store_is_empty(engine)
     deferred = False
     pending: list[FileOp] = []
 
@@ -406,9 +441,8 @@ def _reconcile(
             flush()
     if pending:
         flush()
-    if deferred:
-        _finish_cold_load(engine, settings)
     report.phases["files"] = report.phases.get("files", 0.0) + time.perf_counter() - t
+    return deferred
 
 
 def _jobs(
@@ -434,24 +468,6 @@ def _jobs(
         Job(f.path, f.abspath, f.kind, old.hash if old and old.kind == f.kind else None, limit)
         for f, old in changed
     ]
-
-
-def _store_is_empty(engine: Engine) -> bool:
-    """True on SQLite when no source has any file stored (a cold load: see coldload.py)."""
-    if is_postgresql(engine):
-        return False  # its index is a column computed per row: nothing to defer
-    with db.read(engine) as conn:
-        return conn.execute(select(T_FILES.c.id).limit(1)).first() is None
-
-
-def _cold_load_unfinished(conn: Connection) -> bool:
-    """True when a cold load was killed before it recreated what it dropped (coldload.py)."""
-    return coldload.is_deferred(conn)
-
-
-def _finish_cold_load(engine: Engine, settings: Settings) -> None:
-    with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
-        coldload.restore(conn)
 
 
 def _classify(
