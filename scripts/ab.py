@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Time one CLI command from two source trees, run alternately; print one JSON object.
+
+    python scripts/ab.py --base eccd22f --cold VAULT                 # a first sync, 8 pairs
+    python scripts/ab.py --base eccd22f --db-from VAULT -- context "Topic 3"
+    python scripts/ab.py --base ../other-checkout --db-from VAULT --runs 12 -- sync
+
+A shared machine's speed drifts by a third within minutes, so a figure of one tree measured
+after the other's says little about the change between them. Here each pair runs both trees
+back to back, in fresh processes (the resident server off, bytecode compiled first), the order
+flipping from pair to pair (ABBA). The report gives each tree's median wall and CPU time and,
+the figure to quote, the median of the paired differences (new - base) with the number of
+pairs the new tree won. A ``sync`` also reports the median of each phase its ``--json``
+report times.
+
+``--base`` is a git revision (checked out into a temporary worktree, removed at the end) or a
+folder holding a ``contextgraph`` package; ``--new`` is this checkout unless given. With
+``--cold VAULT`` every run is ``sync VAULT`` into a new database; with ``--db-from VAULT`` each
+tree first syncs VAULT into a database of its own (untimed), and the command after ``--`` runs
+on it. The runs start in the folder of the databases (the working folder comes first on a
+child's ``sys.path``): give the command absolute paths. Nothing here asserts: it measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import child_env  # the sibling script, found through the path above
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tree_env(tree: Path, db: Path) -> dict[str, str]:
+    """The environment of a timed run of ``tree``'s package (found before any installed one)."""
+    return dict(child_env(db), PYTHONPATH=str(tree))
+
+
+def check_tree(tree: Path) -> None:
+    """Compile ``tree``'s package and make sure a child process imports it from there."""
+    package = tree / "contextgraph"
+    if not (package / "__init__.py").is_file():
+        raise SystemExit(f"ab.py: {tree} holds no contextgraph package")
+    compileall.compile_dir(package, quiet=1)
+    found = subprocess.run(
+        [sys.executable, "-c", "import contextgraph; print(contextgraph.__file__)"],
+        env=tree_env(tree, tree / "unused.db"),
+        cwd=tempfile.gettempdir(),  # not a checkout: the working folder comes first on sys.path
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if not Path(found).resolve().is_relative_to(package.resolve()):
+        raise SystemExit(f"ab.py: a child run for {tree} imports contextgraph from {found}")
+
+
+def run_once(tree: Path, db: Path, args: list[str], phases: bool) -> dict[str, Any]:
+    """One fresh process of ``contextgraph --db DB ARGS``: wall, CPU and the sync's phases."""
+    argv = [sys.executable, "-m", "contextgraph", "--db", str(db), *args]
+    if phases:
+        argv.append("--json")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    done = subprocess.run(
+        argv, env=tree_env(tree, db), cwd=db.parent, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"ab.py: {' '.join(args)} failed in {tree}:\n{done.stderr[-2000:]}")
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    run: dict[str, Any] = {"wall_s": wall, "cpu_s": cpu}
+    if phases:
+        run["phases_s"] = json.loads(done.stdout).get("seconds", {})
+    return run
+
+
+def remove_database(db: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal", ".sync.lock"):
+        db.with_name(db.name + suffix).unlink(missing_ok=True)
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "wall_median_s": round(statistics.median(r["wall_s"] for r in runs), 3),
+        "cpu_median_s": round(statistics.median(r["cpu_s"] for r in runs), 3),
+        "wall_runs_s": [round(r["wall_s"], 3) for r in runs],
+    }
+    if runs and "phases_s" in runs[0]:
+        names = runs[0]["phases_s"].keys()
+        out["phases_median_s"] = {
+            name: round(statistics.median(r["phases_s"].get(name, 0.0) for r in runs), 3)
+            for name in names
+        }
+    return out
+
+
+def compare(
+    trees: dict[str, Path], work: Path, args: list[str], runs: int, cold: bool
+) -> dict[str, Any]:
+    """``runs`` ABBA pairs of ``args`` on each tree's database in ``work``."""
+    phases = bool(args) and args[0] == "sync"
+    databases = {side: work / f"{side}.db" for side in trees}
+    results: dict[str, list[dict[str, Any]]] = {side: [] for side in trees}
+    for k in range(runs):
+        order = ["base", "new"] if k % 2 == 0 else ["new", "base"]
+        for side in order:
+            if cold:
+                remove_database(databases[side])
+            results[side].append(run_once(trees[side], databases[side], args, phases))
+    paired = [
+        n["wall_s"] - b["wall_s"] for b, n in zip(results["base"], results["new"], strict=True)
+    ]
+    return {
+        "command": args,
+        "pairs": runs,
+        "base": summary(results["base"]),
+        "new": summary(results["new"]),
+        "paired_difference_median_s": round(statistics.median(paired), 3),
+        "new_faster_pairs": sum(1 for d in paired if d < 0),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", required=True, help="a git revision or a source folder")
+    parser.add_argument("--new", type=Path, default=REPO, help="a source folder (default: here)")
+    parser.add_argument("--runs", type=int, default=8, help="pairs of runs (default 8)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--cold", type=Path, help="time `sync VAULT` into a new database")
+    source.add_argument("--db-from", type=Path, help="sync VAULT first (untimed), then time")
+    parser.add_argument("--workdir", type=Path, help="keep the databases here")
+    parser.add_argument("command", nargs="*", help="the contextgraph command, after --")
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    if args.cold is not None and args.command:
+        parser.error("--cold times `sync VAULT` itself: give no command")
+    if args.db_from is not None and not args.command:
+        parser.error("--db-from needs the command to time, after --")
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="contextgraph-ab-"))
+    work.mkdir(parents=True, exist_ok=True)
+    worktree: Path | None = None
+    base = Path(args.base)
+    if not (base / "contextgraph").is_dir():  # a revision: check it out beside the databases
+        worktree = work / "base-tree"
+        added = subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "--detach", str(worktree), args.base],
+            capture_output=True,
+            text=True,
+        )
+        if added.returncode != 0:
+            raise SystemExit(
+                f"ab.py: {args.base} is neither a folder holding a contextgraph package nor a"
+                f" revision git can check out: {added.stderr.strip()}"
+            )
+        base = worktree
+    try:
+        trees = {"base": base.resolve(), "new": args.new.resolve()}
+        for tree in trees.values():
+            check_tree(tree)
+        if args.cold is not None:
+            command = ["sync", str(args.cold.resolve())]
+        else:
+            command = list(args.command)
+            for side, tree in trees.items():
+                db = work / f"{side}.db"
+                remove_database(db)
+                run_once(tree, db, ["sync", str(args.db_from.resolve())], phases=False)
+        result = compare(trees, work, command, args.runs, cold=args.cold is not None)
+        result["trees"] = {side: str(tree) for side, tree in trees.items()}
+        if worktree is not None:
+            result["base_revision"] = args.base
+    finally:
+        if worktree is not None:
+            subprocess.run(
+                ["git", "-C", str(REPO), "worktree", "remove", "--force", str(worktree)],
+                check=False,
+                capture_output=True,
+            )
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
