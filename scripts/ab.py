@@ -107,11 +107,10 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def compare(
-    trees: dict[str, Path], work: Path, args: list[str], runs: int, cold: bool
+    trees: dict[str, Path], databases: dict[str, Path], args: list[str], runs: int, cold: bool
 ) -> dict[str, Any]:
-    """``runs`` ABBA pairs of ``args`` on each tree's database in ``work``."""
-    phases = bool(args) and args[0] == "sync"
-    databases = {side: work / f"{side}.db" for side in trees}
+    """``runs`` ABBA pairs of ``args``, each tree on its own database."""
+    phases = args[0] == "sync"
     results: dict[str, list[dict[str, Any]]] = {side: [] for side in trees}
     for k in range(runs):
         order = ["base", "new"] if k % 2 == 0 else ["new", "base"]
@@ -168,6 +167,7 @@ def main() -> None:
         base = worktree
     try:
         trees = {"base": base.resolve(), "new": args.new.resolve()}
+        databases = {side: work / f"{side}.db" for side in trees}
         for tree in trees.values():
             check_tree(tree)
         if args.cold is not None:
@@ -175,10 +175,10 @@ def main() -> None:
         else:
             command = list(args.command)
             for side, tree in trees.items():
-                db = work / f"{side}.db"
-                remove_database(db)
-                run_once(tree, db, ["sync", str(args.db_from.resolve())], phases=False)
-        result = compare(trees, work, command, args.runs, cold=args.cold is not None)
+                remove_database(databases[side])
+                sync = ["sync", str(args.db_from.resolve())]
+                run_once(tree, databases[side], sync, phases=False)
+        result = compare(trees, databases, command, args.runs, cold=args.cold is not None)
         result["trees"] = {side: str(tree) for side, tree in trees.items()}
         if worktree is not None:
             result["base_revision"] = args.base
