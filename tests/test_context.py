@@ -363,6 +363,44 @@ def test_content_preview_quotes_the_sentence_with_the_related_concept(
     assert "contentPreview" not in store.build_context("Q").direct_relations[0].as_dict()
 
 
+def test_content_previews_read_a_shared_note_once(
+    store: ContextGraph, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One note links the query and five others: each neighbour's preview quotes it, and its
+    # links are found once per call (a long note can take a whole markdown parse to read).
+    write(
+        "n.md",
+        "[[Q]] starts here. [[A]] one. [[B]] two.\n\n- [[C]] three.\n- [[D]] four. [[E]] five.\n",
+        created=FRESH,
+    )
+    store.sync([vault], name="v")
+    from contextgraph.notes import preview
+
+    calls: list[str] = []
+    real = preview.find_links
+
+    def counted(text: str) -> list[Any]:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(preview, "find_links", counted)
+    relations = store.build_context("Q", include_content=True).direct_relations
+    assert len(relations) == 5
+    assert len(calls) == 1
+    body = (vault / "n.md").read_text()
+    for r in relations:
+        assert r.content_preview == {
+            "memory://v/n.md": preview.content_preview(body, r.name.lower(), "q")
+        }
+    assert {p for r in relations for p in (r.content_preview or {}).values()} == {
+        "[[A]] one.",
+        "[[B]] two.",
+        "[[C]] three.",
+        "[[D]] four.",
+        "[[E]] five.",
+    }
+
+
 def test_json_shape_uses_the_specified_camel_case_names(ranked: ContextGraph) -> None:
     data = json.loads(json.dumps(ranked.build_context("Q", depth=2).as_dict()))
     assert list(data) == [

@@ -277,18 +277,20 @@ def _previews(
     files: dict[int, list[tuple[str, int]]],
     settings: Settings,
 ) -> dict[int, dict[str, str]]:
-    from contextgraph.notes.preview import content_preview  # loads the markdown parser
+    from contextgraph.notes.preview import Note, content_preview  # loads the markdown parser
 
     ids = sorted({fid for entries in files.values() for _, fid in entries})
-    texts = dict(_PREVIEW_TEXTS.rows(conn, ids))
+    # Read once: the neighbours of a concept often share its notes (up to 3 × max_entities
+    # quotes of one long note), and finding a note's links may take a whole markdown parse.
+    notes = {fid: Note(text) for fid, text in _PREVIEW_TEXTS.rows(conn, ids) if text is not None}
     out: dict[int, dict[str, str]] = {}
     for n in listed:
         previews: dict[str, str] = {}
         for uri, fid in files.get(n.id, []):
-            text = texts.get(fid)
-            if text is None:
+            note = notes.get(fid)
+            if note is None:
                 continue  # unreadable or not stored: skipped silently, as specified
-            previews[uri] = content_preview(text, n.name, key, limit=settings.preview_chars)
+            previews[uri] = content_preview(note, n.name, key, limit=settings.preview_chars)
         out[n.id] = previews
     return out
 

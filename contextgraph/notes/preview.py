@@ -24,7 +24,7 @@ import re
 
 from contextgraph.notes.wikilinks import find_links, parse_frontmatter
 
-__all__ = ["content_preview"]
+__all__ = ["Note", "content_preview"]
 
 _ELLIPSIS = "…"
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
@@ -127,41 +127,65 @@ def _shorten(sentence: str, limit: int) -> str:
     return sentence[:cut].rstrip(" ,;:") + _ELLIPSIS
 
 
+class Note:
+    """A note's body read once: its blocks and the offsets of its links, by concept.
+
+    Finding the links may take markdown-it's parse of the whole note (a long changelog: tenths
+    of a second), so a caller that quotes one note for several concepts reads it once.
+    """
+
+    __slots__ = ("_links", "blocks", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        start = parse_frontmatter(text).body_start
+        if start == 0 and text.startswith("\ufeff"):
+            start = 1
+        self.blocks = _blocks(text, start)
+        self._links: dict[str, list[int]] | None = None
+
+    def link_starts(self, concept: str) -> list[int]:
+        """Offsets of the links to ``concept`` (normalised), in text order."""
+        if self._links is None:
+            self._links = {}
+            for link in find_links(self.text):
+                if link.concept:
+                    self._links.setdefault(link.concept, []).append(link.start)
+        return self._links.get(concept, [])
+
+
 def content_preview(
-    text: str, related: str, query: str, *, limit: int = 200, hard_limit: int = 240
+    text: str | Note, related: str, query: str, *, limit: int = 200, hard_limit: int = 240
 ) -> str:
     """Return a short excerpt of a note: the sentence linking ``related``, else ``query``.
 
-    ``related`` and ``query`` are normalised concept names.  Without such a sentence the
-    excerpt is the start of the body.  The result is at most ``limit`` characters plus an
-    ellipsis, and never longer than ``hard_limit``.
+    ``related`` and ``query`` are normalised concept names; ``text`` is the note's text, or a
+    :class:`Note` read from it (the same excerpt, without reading the note again).  Without
+    such a sentence the excerpt is the start of the body.  The result is at most ``limit``
+    characters plus an ellipsis, and never longer than ``hard_limit``.
     """
     budget = min(limit, hard_limit - len(_ELLIPSIS))
     if budget < 1:
         return ""
-    start = parse_frontmatter(text).body_start
-    if start == 0 and text.startswith("\ufeff"):
-        start = 1
-    blocks = _blocks(text, start)
-    if not blocks:
+    note = text if isinstance(text, Note) else Note(text)
+    if not note.blocks:
         return ""
-    links = [(link.start, link.concept) for link in find_links(text) if link.concept]
     chosen: str | None = None
     for wanted in (related, query):
         if not wanted or chosen is not None:
             continue
-        starts = [s for s, concept in links if concept == wanted]
+        starts = note.link_starts(wanted)
         if not starts:
             continue
-        for block_start, block_end, _ in blocks:
-            for a, b in _sentences(text, block_start, block_end):
+        for block_start, block_end, _ in note.blocks:
+            for a, b in _sentences(note.text, block_start, block_end):
                 if any(a <= s < b for s in starts):
-                    chosen = _clean(text[a:b])
+                    chosen = _clean(note.text[a:b])
                     break
             if chosen is not None:
                 break
     if chosen is None:
-        chosen = _opening(text, blocks, budget)
+        chosen = _opening(note.text, note.blocks, budget)
     return _shorten(chosen, budget)[:hard_limit]
 
 
