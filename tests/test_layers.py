@@ -137,7 +137,14 @@ def test_sql_is_written_with_core_except_fts5_and_pragmas() -> None:
 # parsers) do not import one another. Migrations are scripts Alembic runs, imported by no module:
 # their data steps may use the code below the doors.
 LAYERS: list[dict[str, set[str]]] = [
-    {"base": {"contextgraph.errors", "contextgraph.settings", "contextgraph.limits"}},
+    {
+        "base": {
+            "contextgraph.errors",
+            "contextgraph.settings",
+            "contextgraph.limits",
+            "contextgraph.terminal",
+        }
+    },
     {
         "store": {"contextgraph.store"},
         "notes": {"contextgraph.notes"},

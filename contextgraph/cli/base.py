@@ -10,8 +10,6 @@ modules; the library (SQLAlchemy, the models, sync, the query modules) loads ins
 from __future__ import annotations
 
 import gc
-import json
-import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -23,6 +21,7 @@ from contextgraph.errors import ContextGraphError
 from contextgraph.launch import EXIT_INTERRUPTED, quiet_closed_stdout
 from contextgraph.limits import Bound
 from contextgraph.settings import Settings
+from contextgraph.terminal import json_text
 
 if TYPE_CHECKING:
     import threading
@@ -182,18 +181,8 @@ def int_range(bound: Bound) -> click.IntRange:
     return click.IntRange(bound.low, bound.high)
 
 
-_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # a tab is harmless
-
-
-def shown(text: str) -> str:
-    """``text`` for one line of a terminal: control characters but the tab (a line break, or
-    an escape sequence that would recolour or retitle the terminal, in a file or concept name
-    or a snippet of a file) are written as their Python escapes (``\\n``, ``\\x1b``)."""
-    return _CONTROLS.sub(lambda m: repr(m.group())[1:-1], text)
-
-
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    click.echo(json_text(data))
 
 
 def json_option(fn: F) -> F:

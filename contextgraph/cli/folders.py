@@ -16,12 +16,11 @@ from contextgraph.cli.base import (
     emit_json,
     json_option,
     open_graph,
-    shown,
 )
 from contextgraph.limits import SYNC_MAX_PATHS
 
 if TYPE_CHECKING:
-    from contextgraph.sync.run import SyncReport
+    from contextgraph.sync.report import SyncReport
 
 
 @click.command(cls=Command)
@@ -82,29 +81,10 @@ def sync(
 
 
 def _print_sync(report: SyncReport) -> None:
-    data = report.as_dict()
-    files = data["files"]
-    click.echo(
-        f"synced {', '.join(report.sources) or '(nothing)'}: {files['scanned']} files scanned, "
-        f"{files['added']} added, {files['updated']} updated, {files['unchanged']} unchanged, "
-        f"{files['deleted']} deleted, {files['renamed']} renamed, {files['failed']} failed"
-    )
-    click.echo(
-        f"{report.concepts} concepts, {report.relations} relations, {report.entities} entities, "
-        f"{report.code_relations} code relations"
-    )
-    if report.communities is not None:
-        click.echo(f"{report.communities} communities, modularity {report.modularity:.3f}")
-    for problem in report.failed:
-        click.echo(
-            f"failed: {shown(problem.source + '/' + problem.path)}: {problem.reason}", err=True
-        )
-    for problem in report.warnings:
-        click.echo(
-            f"warning: {shown(problem.source + '/' + problem.path)}: {problem.reason}", err=True
-        )
-    seconds = ", ".join(f"{k} {v:.2f}s" for k, v in data["seconds"].items())
-    click.echo(f"time: {seconds}")
+    from contextgraph.sync.report import report_lines
+
+    for line, to_stderr in report_lines(report):
+        click.echo(line, err=to_stderr)
 
 
 @contextmanager

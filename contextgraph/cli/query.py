@@ -13,7 +13,6 @@ from contextgraph.cli.base import (
     int_range,
     json_option,
     open_graph,
-    shown,
 )
 from contextgraph.limits import (
     CONTEXT_DEPTH,
@@ -29,6 +28,7 @@ from contextgraph.limits import (
     VISUALIZE_DEPTH,
     VISUALIZE_MAX_NODES,
 )
+from contextgraph.terminal import shown
 
 
 @click.command(cls=Command)

@@ -13,8 +13,8 @@ from contextgraph.cli.base import (
     emit_json,
     json_option,
     open_graph,
-    shown,
 )
+from contextgraph.terminal import shown
 
 _expected_hash_option = click.option(
     "--expected-hash",

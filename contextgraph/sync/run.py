@@ -10,21 +10,18 @@ stale inside the batch that changes its inputs and recomputed at the end, so it 
 
 from __future__ import annotations
 
-import fcntl
 import os
-import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, delete
 
-from contextgraph.errors import NotFound, SyncInProgress
+from contextgraph.errors import NotFound
 from contextgraph.graph.stats import counts
 from contextgraph.settings import Settings
 from contextgraph.store import checkpoint, db, meta, nowrite
@@ -43,6 +40,8 @@ from contextgraph.sync.apply import (
     apply_ops,
     stored_files,
 )
+from contextgraph.sync.lock import database_files, sync_lock
+from contextgraph.sync.report import Problem, SyncReport
 from contextgraph.sync.scan import ScannedFile, pick, scan
 from contextgraph.sync.starting import refuse_while_starting
 
@@ -52,94 +51,6 @@ if TYPE_CHECKING:
 POOL_THRESHOLD = 400  # files to extract before a process pool pays for its start-up
 
 Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A file the sync could not take (``failed``) or took with a caveat (``warning``)."""
-
-    source: str
-    path: str
-    reason: str
-
-
-@dataclass
-class SyncReport:
-    """What a sync did; ``as_dict`` gives the JSON shape the CLI prints."""
-
-    sources: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)  # sources whose folder is gone
-    scanned: int = 0
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    deleted: int = 0
-    renamed: int = 0
-    failed: list[Problem] = field(default_factory=list)
-    warnings: list[Problem] = field(default_factory=list)
-    dropped_links: int = 0
-    concepts: int = 0
-    relations: int = 0
-    entities: int = 0
-    code_relations: int = 0
-    communities: int | None = None
-    modularity: float | None = None
-    graph_changed: bool = False
-    phases: dict[str, float] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "sources": self.sources,
-            "missingSources": self.missing,
-            "files": {
-                "scanned": self.scanned,
-                "added": self.added,
-                "updated": self.updated,
-                "unchanged": self.unchanged,
-                "deleted": self.deleted,
-                "renamed": self.renamed,
-                "failed": len(self.failed),
-            },
-            "failed": [p.__dict__ for p in self.failed],
-            "warnings": [p.__dict__ for p in self.warnings],
-            "droppedLinks": self.dropped_links,
-            "concepts": self.concepts,
-            "relations": self.relations,
-            "entities": self.entities,
-            "codeRelations": self.code_relations,
-            "communities": self.communities,
-            "modularity": self.modularity,
-            "seconds": {k: round(v, 4) for k, v in self.phases.items()},
-        }
-
-
-_thread_lock = threading.Lock()
-
-
-@contextmanager
-def sync_lock(db_path: Path | None, *, wait: bool = True) -> Iterator[None]:
-    """Hold the one-sync-per-database lock (an advisory file lock the OS frees on any exit)."""
-    if db_path is None:
-        acquired = _thread_lock.acquire(blocking=wait)
-        if not acquired:
-            nowrite.check("wait for another sync")
-            raise SyncInProgress("a sync is already running on this database")
-        try:
-            yield
-        finally:
-            _thread_lock.release()
-        return
-    lock_path = db_path.with_name(db_path.name + ".sync.lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError as exc:
-            nowrite.check("wait for another sync")
-            raise SyncInProgress("a sync is already running on this database") from exc
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
 
 
 def lock_database(engine: Engine, *, wait: bool = True) -> AbstractContextManager[None]:
@@ -177,7 +88,7 @@ def run_sync(
         if unfinished:
             coldload.finish(engine, settings.lock_retry_seconds)
         chosen = [s for s in registered if sources is None or s.name in sources]
-        exclude = _database_files(db_path)
+        exclude = database_files(db_path)
         deferred = False
         for source in chosen:
             if deferred:  # this source's batches insert files: they need the triggers back
@@ -226,7 +137,7 @@ def sync_paths(
         raise NotFound(f"no source named {source!r}")
     info = found[0]
     report.sources.append(info.name)
-    exclude = _database_files(db.database_path(engine))
+    exclude = database_files(db.database_path(engine))
     picked = pick(info.root, sorted(set(paths)), exclude)
     if picked is None:
         deferred = _sync_source(engine, settings, info, exclude, report, None)
@@ -347,13 +258,6 @@ def _refresh_weights(engine: Engine, settings: Settings) -> None:
     if not weights.is_current(engine, settings):
         nowrite.check("precompute weights")
         weights.refresh(engine, settings)
-
-
-def _database_files(db_path: Path | None) -> list[Path]:
-    if db_path is None:
-        return []
-    suffixes = ("", "-wal", "-shm", "-journal", ".sync.lock")
-    return [db_path.with_name(db_path.name + s) for s in suffixes]
 
 
 def _sync_source(
