@@ -1,4 +1,5 @@
-"""``python -m contextgraph`` and the ``contextgraph`` script: forward a query, else run it here."""
+"""``python -m contextgraph`` and the ``contextgraph`` script: forward a query, else answer a
+sync that changes nothing, else run the CLI here."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ from contextgraph import launch
 
 
 def main() -> None:
-    """Have a resident server answer (:mod:`contextgraph.launch`), else run the CLI here."""
+    """Have a resident server answer (:mod:`contextgraph.launch`), else a sync that changes
+    nothing (:func:`unchanged_sync`), else run the CLI here."""
+    argv = sys.argv[1:]
     try:
-        code = launch.forward(sys.argv[1:])
+        code = launch.forward(argv)
+        if code is None:
+            code = unchanged_sync(argv)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(launch.EXIT_INTERRUPTED)
@@ -19,6 +24,41 @@ def main() -> None:
     from contextgraph.cli import main as run_here
 
     run_here()
+
+
+def unchanged_sync(argv: list[str]) -> int | None:
+    """Print what ``contextgraph sync`` would for ``argv`` when that sync would change nothing
+    (:mod:`contextgraph.sync.unchanged`, no SQLAlchemy or click loaded); its exit status, or
+    None to run the CLI."""
+    asked = launch.plain_sync(argv)
+    if asked is None:
+        return None
+    database, paths, as_json = asked
+    key = launch.database_key(database or launch.default_database())
+    if key is None or "://" in key:
+        return None
+    from pathlib import Path
+
+    from contextgraph.sync.unchanged import unchanged_report
+
+    report = unchanged_report(Path(key), paths)
+    if report is None:
+        return None
+    from contextgraph.sync.report import report_lines
+    from contextgraph.terminal import json_text
+
+    try:
+        if as_json:
+            sys.stdout.write(json_text(report.as_dict()) + "\n")
+        else:
+            for line, to_stderr in report_lines(report):
+                stream = sys.stderr if to_stderr else sys.stdout
+                stream.write(line + "\n")
+                stream.flush()
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (`| head`): end quietly, as the CLI does
+        launch.quiet_closed_stdout()
+    return 0
 
 
 if __name__ == "__main__":

@@ -81,6 +81,42 @@ def command_and_database(argv: Sequence[str]) -> tuple[str, str | None] | None:
     return command, database
 
 
+def plain_sync(argv: Sequence[str]) -> tuple[str | None, list[str], bool] | None:
+    """(``--db``, folder paths, ``--json``) of a ``sync`` command line with nothing else but
+    ``--no-wait``; None for any other line (``--name``, help, ``--``: click parses those).
+
+    A sync that would change nothing is answered before the CLI loads
+    (:mod:`contextgraph.sync.unchanged`); one that finds the lock taken never is, so
+    ``--no-wait`` changes nothing there.
+    """
+    database: str | None = None
+    paths: list[str] = []
+    as_json, command = False, None
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--db" and i + 1 < len(argv):
+            database = argv[i + 1]
+            i += 2
+            continue
+        if arg.startswith("--db="):
+            database = arg[len("--db=") :]
+        elif arg in ("--json", "--no-wait") and command is not None:
+            as_json = as_json or arg == "--json"
+        elif arg.startswith("-") or not arg:
+            return None
+        elif command is None:
+            if arg != "sync":
+                return None
+            command = arg
+        else:
+            paths.append(arg)
+        i += 1
+    if command is None or database == "":
+        return None
+    return database, paths, as_json
+
+
 def database_key(database: str) -> str | None:
     """What names ``database`` for every process: a URL as given, a file by its real path.
 

@@ -45,14 +45,14 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from contextgraph.errors import CorruptDatabase, DatabaseError, InvalidArgument, ReadOnlyDatabase
-from contextgraph.store import nowrite
+from contextgraph.store import head, nowrite
 from contextgraph.store.backoff import with_backoff
 from contextgraph.store.ownership import refuse_foreign, wal_wanted
 
 log = logging.getLogger(__name__)
 
-# The newest Alembic revision; tests/test_migrations.py checks it matches migrations/versions.
-SCHEMA_HEAD = "0007_files_state_index"
+# The newest Alembic revision (a light module: contextgraph.sync.unchanged reads it too).
+SCHEMA_HEAD = head.SCHEMA_HEAD
 
 _engines: weakref.WeakSet[Engine] = weakref.WeakSet()
 

@@ -86,10 +86,13 @@ def is_stale(conn: Connection, name: str) -> bool:
 
 def stale_marks(conn: Connection) -> list[str]:
     """The names of every derived state marked stale, sorted."""
-    rows = conn.execute(
-        select(T_META.c.key).where(T_META.c.key.startswith(STALE_PREFIX)).order_by(T_META.c.key)
-    )
+    rows = conn.execute(stale_marks_statement())
     return [str(key)[len(STALE_PREFIX) :] for key in rows.scalars()]
+
+
+def stale_marks_statement() -> Select[tuple[str]]:
+    """The keys of every stale mark, sorted (:func:`stale_marks`)."""
+    return select(T_META.c.key).where(T_META.c.key.startswith(STALE_PREFIX)).order_by(T_META.c.key)
 
 
 def claim_stale(conn: Connection, name: str) -> str:

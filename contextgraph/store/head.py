@@ -1,0 +1,6 @@
+"""The newest schema revision, for code that must not import Alembic or SQLAlchemy to ask.
+
+tests/test_migrations.py checks it matches the last of ``migrations/versions``.
+"""
+
+SCHEMA_HEAD = "0007_files_state_index"
