@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -384,8 +385,13 @@ def test_content_previews_read_a_shared_note_once(
         return real(text)
 
     monkeypatch.setattr(preview, "find_links", counted)
+    monkeypatch.setattr(preview, "_READ", OrderedDict())  # nothing kept from other tests
+    monkeypatch.setattr(preview, "_read_chars", 0)
     relations = store.build_context("Q", include_content=True).direct_relations
     assert len(relations) == 5
+    assert len(calls) == 1
+    # The process keeps the note it read, by content hash: the next call reads nothing again.
+    assert store.build_context("A", include_content=True).direct_relations[0].content_preview
     assert len(calls) == 1
     body = (vault / "n.md").read_text()
     for r in relations:
@@ -399,6 +405,13 @@ def test_content_previews_read_a_shared_note_once(
         "[[D]] four.",
         "[[E]] five.",
     }
+    # A changed note is another hash: read anew, and quoted as it now reads.
+    write("n.md", "[[Q]] and [[A]] changed.\n", created=FRESH)
+    store.sync([vault], name="v")
+    before = len(calls)
+    changed = store.build_context("Q", include_content=True).direct_relations
+    assert len(calls) == before + 1
+    assert [r.content_preview for r in changed] == [{"memory://v/n.md": "[[Q]] and [[A]] changed."}]
 
 
 def test_json_shape_uses_the_specified_camel_case_names(ranked: ContextGraph) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -151,3 +152,24 @@ def test_never_exceeds_hard_limit(pieces: list[str], limit: int) -> None:
         assert preview == preview.strip()
         assert "  " not in preview and "\n" not in preview
         assert len(content_preview(text, related, query)) <= 240
+
+
+def test_read_notes_are_kept_by_hash_least_recent_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    from collections import OrderedDict
+
+    from contextgraph.notes import preview
+
+    monkeypatch.setattr(preview, "_READ", OrderedDict())
+    monkeypatch.setattr(preview, "_read_chars", 0)
+    monkeypatch.setattr(preview, "_READ_MAX_NOTES", 2)
+    monkeypatch.setattr(preview, "_READ_MAX_CHARS", 30)
+    a = preview.note_of("ha", "[[A]] one.")
+    assert preview.note_of("ha", "[[A]] one.") is a
+    b = preview.note_of("hb", "[[B]] two.")
+    assert preview.note_of("ha", "ignored: the hash names the text") is a  # a is the newest now
+    c = preview.note_of("hc", "[[C]] three.")  # two notes at most: b, the oldest, goes
+    assert list(preview._READ) == ["ha", "hc"] and preview._read_chars == 22
+    assert preview.note_of("hb", "[[B]] two.") is not b
+    long = preview.note_of("hl", "x" * 40)  # over the character bound alone: kept by nobody
+    assert list(preview._READ) == [] and preview._read_chars == 0
+    assert long.text == "x" * 40 and c.link_starts("c") == [0]

@@ -267,7 +267,8 @@ def _top_files_statement(ids: IdList) -> Select[Any]:
 _TOP_FILES = ForIds(_top_files_statement)
 
 
-_PREVIEW_TEXTS = ByIds(select(T_FILES.c.id, T_FILES.c.text), T_FILES.c.id)  # files previewed
+# files previewed: their text, and its content hash (notes.preview.note_of keeps notes by it)
+_PREVIEW_TEXTS = ByIds(select(T_FILES.c.id, T_FILES.c.hash, T_FILES.c.text), T_FILES.c.id)
 
 
 def _previews(
@@ -277,12 +278,17 @@ def _previews(
     files: dict[int, list[tuple[str, int]]],
     settings: Settings,
 ) -> dict[int, dict[str, str]]:
-    from contextgraph.notes.preview import Note, content_preview  # loads the markdown parser
+    from contextgraph.notes.preview import content_preview, note_of  # loads the markdown parser
 
     ids = sorted({fid for entries in files.values() for _, fid in entries})
     # Read once: the neighbours of a concept often share its notes (up to 3 × max_entities
-    # quotes of one long note), and finding a note's links may take a whole markdown parse.
-    notes = {fid: Note(text) for fid, text in _PREVIEW_TEXTS.rows(conn, ids) if text is not None}
+    # quotes of one long note), and finding a note's links may take a whole markdown parse;
+    # note_of keeps the notes it read for the next calls of the process.
+    notes = {
+        fid: note_of(digest, text)
+        for fid, digest, text in _PREVIEW_TEXTS.rows(conn, ids)
+        if text is not None
+    }
     out: dict[int, dict[str, str]] = {}
     for n in listed:
         previews: dict[str, str] = {}

@@ -21,10 +21,12 @@ than ``hard_limit``.
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 
 from contextgraph.notes.wikilinks import find_links, parse_frontmatter
 
-__all__ = ["Note", "content_preview"]
+__all__ = ["Note", "content_preview", "note_of"]
 
 _ELLIPSIS = "…"
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
@@ -146,12 +148,45 @@ class Note:
 
     def link_starts(self, concept: str) -> list[int]:
         """Offsets of the links to ``concept`` (normalised), in text order."""
-        if self._links is None:
-            self._links = {}
+        links = self._links
+        if links is None:  # built whole before it is shared: another thread never sees a part
+            links = {}
             for link in find_links(self.text):
                 if link.concept:
-                    self._links.setdefault(link.concept, []).append(link.start)
-        return self._links.get(concept, [])
+                    links.setdefault(link.concept, []).append(link.start)
+            self._links = links
+        return links.get(concept, [])
+
+
+# Notes read lately, by content hash. A long-running process (an MCP server, a library loop)
+# quotes the same notes question after question, and finding a long note's links may take a
+# markdown parse each time (the logseq-docs changelog, 194 kB: 0.16-0.3 s). A hash names one
+# text, so a kept note is exact; bounded by count and by characters.
+_READ: OrderedDict[str, Note] = OrderedDict()
+_READ_MAX_NOTES = 256
+_READ_MAX_CHARS = 8_000_000
+_read_chars = 0
+_read_lock = threading.Lock()
+
+
+def note_of(digest: str, text: str) -> Note:
+    """The :class:`Note` of ``text``, whose content hash is ``digest``: the one an earlier call
+    read (with the links it found) while it is among the last few hundred, else a new one."""
+    global _read_chars
+    with _read_lock:
+        note = _READ.get(digest)
+        if note is not None:
+            _READ.move_to_end(digest)
+            return note
+    note = Note(text)
+    with _read_lock:
+        if digest not in _READ:
+            _READ[digest] = note
+            _read_chars += len(text)
+            while len(_READ) > _READ_MAX_NOTES or _read_chars > _READ_MAX_CHARS:
+                _, dropped = _READ.popitem(last=False)
+                _read_chars -= len(dropped.text)
+    return note
 
 
 def content_preview(
