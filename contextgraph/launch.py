@@ -56,26 +56,18 @@ def command_and_database(argv: Sequence[str]) -> tuple[str, str | None] | None:
     help, an unknown option before the command). The server parses the line with click, so a
     mistaken guess costs at most a lookup of the wrong socket, never a wrong answer.
     """
+    found = _database_option(argv)
+    if found is None:
+        return None
+    database, rest = found
     command: str | None = None
-    database: str | None = None
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
+    for arg in rest:
         if arg in ("--", "-h", "--help", "--version"):
             return None
-        if arg == "--db":
-            if i + 1 == len(argv):
-                return None
-            database = argv[i + 1]
-            i += 2
-            continue
-        if arg.startswith("--db="):
-            database = arg[len("--db=") :]
-        elif command is None:
+        if command is None:
             if arg.startswith("-"):
                 return None
             command = arg
-        i += 1
     if command is None:
         return None
     return command, database
@@ -89,32 +81,44 @@ def plain_sync(argv: Sequence[str]) -> tuple[str | None, list[str], bool] | None
     (:mod:`contextgraph.sync.unchanged`); one that finds the lock taken never is, so
     ``--no-wait`` changes nothing there.
     """
-    database: str | None = None
+    found = _database_option(argv)
+    if found is None:
+        return None
+    database, rest = found
+    if database == "" or not rest or rest[0] != "sync":
+        return None
     paths: list[str] = []
-    as_json, command = False, None
+    as_json = False
+    for arg in rest[1:]:
+        if arg in ("--json", "--no-wait"):
+            as_json = as_json or arg == "--json"
+        elif arg.startswith("-") or not arg:
+            return None
+        else:
+            paths.append(arg)
+    return database, paths, as_json
+
+
+def _database_option(argv: Sequence[str]) -> tuple[str | None, list[str]] | None:
+    """The last ``--db`` value of ``argv`` (``--db PATH`` or ``--db=PATH``) and its other
+    arguments, in order; None when the last argument is a ``--db`` without its value."""
+    database: str | None = None
+    rest: list[str] = []
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg == "--db" and i + 1 < len(argv):
+        if arg == "--db":
+            if i + 1 == len(argv):
+                return None
             database = argv[i + 1]
             i += 2
             continue
         if arg.startswith("--db="):
             database = arg[len("--db=") :]
-        elif arg in ("--json", "--no-wait") and command is not None:
-            as_json = as_json or arg == "--json"
-        elif arg.startswith("-") or not arg:
-            return None
-        elif command is None:
-            if arg != "sync":
-                return None
-            command = arg
         else:
-            paths.append(arg)
+            rest.append(arg)
         i += 1
-    if command is None or database == "":
-        return None
-    return database, paths, as_json
+    return database, rest
 
 
 def database_key(database: str) -> str | None:
