@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from contextgraph import ContextGraph, Settings
+from contextgraph.sync.workers import HELPER, WORKER
 from tests.helpers import child_env, snapshot
 
 FILES = 450  # over POOL_THRESHOLD: the sync extracts in worker processes
@@ -247,3 +248,83 @@ def test_results_reach_the_writer_in_job_order_when_the_pool_broke(tmp_path: Pat
     reason = f"its extraction killed the worker process (signal {int(signal.SIGKILL)})"
     assert result["failed"] == [[p, reason] for p in KILL_ON]
     assert result["notes"] == []
+
+
+HELPED = """\
+import json, os, sys
+from contextgraph.sync.ingest import Job, prepare
+from contextgraph.sync.workers import prepare_in_pool
+
+if __name__ == "__main__":
+    root = sys.argv[1]
+    jobs = [Job(n, os.path.join(root, n), "note", None, 10**6) for n in sorted(os.listdir(root))]
+    notes = []
+    got = [tuple(p) for p in prepare_in_pool(jobs, 1, notes.append, helpers=1)]
+    want = [tuple(prepare(j)) for j in jobs]
+    print(json.dumps({"same": got == want, "notes": notes}))
+"""
+
+
+def _slow_site(folder: Path, log: Path, *, kill_helpers: bool) -> Path:
+    """Make ``prepare`` take 5 ms a file (so a writer waits for its workers) and log, per
+    file, the name of the process that extracted it; with ``kill_helpers``, a helper logs
+    ``killed`` and SIGKILLs itself on its first file instead."""
+    return _site(
+        folder,
+        f"""
+        import multiprocessing, os, signal, time
+        import contextgraph.sync.ingest as ingest
+
+        _prepare = ingest.prepare
+
+        def prepare(job):
+            name = multiprocessing.current_process().name
+            killed = name == {HELPER!r} and {kill_helpers!r}
+            with open({str(log)!r}, "a", encoding="utf-8") as out:
+                out.write(f"{{job.path}} {{'killed' if killed else name}}\\n")
+            if killed:
+                os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(0.005)
+            return _prepare(job)
+
+        ingest.prepare = prepare
+        """,
+    )
+
+
+def _run_helped(tmp_path: Path, *, kill_helpers: bool) -> tuple[dict[str, Any], list[str]]:
+    vault = _vault(tmp_path / "vault")
+    log = tmp_path / "extracted.log"
+    site = _slow_site(tmp_path / "site", log, kill_helpers=kill_helpers)
+    script = tmp_path / "helped.py"
+    script.write_text(HELPED, encoding="utf-8")
+    env = child_env()
+    env["PYTHONPATH"] = f"{site}:{env['PYTHONPATH']}"
+    done = subprocess.run(
+        [sys.executable, str(script), str(vault)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout), log.read_text(encoding="utf-8").splitlines()
+
+
+def test_a_helper_extracts_while_the_writer_waits(tmp_path: Path) -> None:
+    result, log = _run_helped(tmp_path, kill_helpers=False)
+    assert result == {"same": True, "notes": []}  # every result, in job order
+    by = [line.rsplit(" ", 1) for line in log[:FILES]]  # the pools'; then the script's own
+    helped = [path for path, name in by if name == HELPER]
+    assert helped, "the writer waited for every chunk, yet no helper took one"
+    assert {name for _, name in by} == {WORKER, HELPER}
+    assert sorted(path for path, _ in by) == sorted(p.name for p in (tmp_path / "vault").iterdir())
+
+
+def test_a_helper_killed_by_a_file_loses_nothing(tmp_path: Path) -> None:
+    result, log = _run_helped(tmp_path, kill_helpers=True)
+    # What the helper held is extracted again by lone workers: nothing failed, nothing is
+    # missing, the order holds.
+    assert result == {"same": True, "notes": []}
+    assert [line for line in log if line.endswith(" killed")], "no helper took a chunk"
+    assert not [line for line in log if line.endswith(f" {HELPER}")]

@@ -412,26 +412,37 @@ def _classify(
 def _prepare_all(jobs: list[Job], settings: Settings, notes: list[str]) -> Iterable[Prepared]:
     from contextgraph.sync.ingest import prepare  # only when there is something to read
 
-    workers = pool_size(settings.workers, os.cpu_count() or 1)
+    workers, helpers = pool_size(settings.workers, os.cpu_count() or 1)
     if workers and len(jobs) >= POOL_THRESHOLD:
         from contextgraph.sync.workers import prepare_in_pool  # multiprocessing: a large sync
 
-        return prepare_in_pool(jobs, workers, notes.append)  # notes: why no worker was usable
+        # notes: why no worker was usable
+        return prepare_in_pool(jobs, workers, notes.append, helpers)
     return map(prepare, jobs)
 
 
-def pool_size(workers: int, cores: int) -> int:
-    """Worker processes for a large extraction; 0 means extract in this process.
+MAX_WORKERS = 4  # the default pool's size on a machine of many cores
 
-    ``workers`` is the setting: 1 extracts in-process, more is that many workers. By default (0)
-    there is one worker per core but one, at most 4: this process writes every batch meanwhile,
-    and its writes, not the extraction, bound a large sync (a cold load of bench's 13,415 notes
-    on 2 cores: about 3.9 s of SQLite in this process against 3.2 s of extraction), so a worker
-    that takes this process's core slows the sync down.
+
+def pool_size(workers: int, cores: int) -> tuple[int, int]:
+    """(worker processes, helpers) for a large extraction; no workers means extract in this
+    process.
+
+    ``workers`` is the setting: 1 extracts in-process, more is that many workers and no
+    helper. By default (0) there is one worker per core but one, at most :data:`MAX_WORKERS`,
+    and one helper: this process writes every batch meanwhile, and where its writes bound the
+    sync (a cold load of bench's 13,415 notes) a worker that took its core would slow it down.
+    Where the extraction bounds it instead (notes that need a full markdown parse, code), this
+    process waits for files, and the helper extracts, only then, files the workers have not
+    started (:func:`~contextgraph.sync.workers.prepare_in_pool`): three copies of the real
+    corpora (12,411 notes) and pydantic's tree load faster, bench's vault as fast. A single
+    core extracts in this process.
     """
     if workers:
-        return workers if workers > 1 else 0
-    return min(4, cores - 1)
+        return (workers, 0) if workers > 1 else (0, 0)
+    if cores < 2:
+        return 0, 0
+    return min(MAX_WORKERS, cores - 1), 1
 
 
 def _write_batch(

@@ -12,6 +12,10 @@ A worker that dies (a parser crashing on a hostile file, the OOM killer, SIGKILL
 that report after every file, so the one file whose extraction killed its process is known,
 reported failed and skipped, and the sync goes on (SPEC §3: bad files never stop a sync). Where
 worker processes cannot start at all, what is left is extracted in this process instead.
+
+The process that writes the batches keeps a core of its own (a worker on it would slow a sync
+its writes bound). Where it waits for files all the same, a helper extracts the next files the
+pool has not started, so that core does not idle either (see :func:`_pool_round`).
 """
 
 from __future__ import annotations
@@ -25,10 +29,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ProcessPoolExecutor
+from concurrent.futures import wait as wait_for
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from multiprocessing import get_context
+from multiprocessing import current_process, get_context
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING, cast
@@ -39,6 +44,7 @@ if TYPE_CHECKING:
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 WATCH_SECONDS = 0.5
 CHUNK = 32  # jobs per task of the pool: fewer, larger messages between the processes
+WORKER, HELPER = "contextgraph-worker", "contextgraph-helper"  # the pools' process names
 _STARTED = "started"  # a lone worker's first message: it got past its start-up
 
 
@@ -69,30 +75,40 @@ def watch_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def process_pool(max_workers: int) -> ProcessPoolExecutor:
+def _start_worker(parent_pid: int, name: str) -> None:
+    """A pool worker's initializer: die with ``parent_pid``; be called ``name`` (what
+    ``multiprocessing.current_process().name`` tells, in a traceback or a test)."""
+    watch_parent(parent_pid)
+    current_process().name = name
+
+
+def process_pool(max_workers: int, name: str = WORKER) -> ProcessPoolExecutor:
     """A spawned process pool whose workers die with this process.
 
-    spawn, not fork: no database connection (or lock) may cross into a child process.
+    spawn, not fork: no database connection (or lock) may cross into a child process. A
+    spawned pool starts a worker only when a task waits for one.
     """
     return ProcessPoolExecutor(
         max_workers=max_workers,
         mp_context=get_context("spawn"),
-        initializer=watch_parent,
-        initargs=(os.getpid(),),
+        initializer=_start_worker,
+        initargs=(os.getpid(), name),
     )
 
 
 def prepare_in_pool(
-    jobs: Sequence[Job], workers: int, warn: Callable[[str], None]
+    jobs: Sequence[Job], workers: int, warn: Callable[[str], None], helpers: int = 0
 ) -> Iterator[Prepared]:
-    """``prepare`` each job in worker processes; the results come in job order.
+    """``prepare`` each job in worker processes; the results come in job order. With
+    ``helpers``, that many more workers take the jobs the pool has not started while the
+    caller waits for a result (:func:`_pool_round`).
 
     A file whose extraction kills its worker process is reported ``failed`` and skipped; when
     worker processes cannot start, ``warn`` gets one line saying why and the rest is extracted
     in this process.
     """
     out = _Ordered(len(jobs))
-    left = yield from _pool_round(jobs, workers, out)
+    left = yield from _pool_round(jobs, workers, out, helpers)
     if left:
         yield from _recover(jobs, left, workers, out, warn)
 
@@ -122,22 +138,36 @@ class _Ordered:
 
 
 def _pool_round(
-    jobs: Sequence[Job], workers: int, out: _Ordered
+    jobs: Sequence[Job], workers: int, out: _Ordered, helpers: int
 ) -> Generator[Prepared, None, list[int]]:
-    """Extract in a process pool; the indexes of the jobs left unfinished by a broken pool."""
+    """Extract in a process pool; the indexes of the jobs left unfinished by a broken pool.
+
+    Every chunk of jobs goes to the pool at once. While the caller waits for the next chunk in
+    order, each idle helper (a second pool of ``helpers`` workers, started on first need)
+    takes the first chunk the pool has not started (:class:`_Helping`): a sync that its
+    extraction bounds (notes that need a full markdown parse, code) gets the core its writer
+    leaves idle, while one its writes bound (whose pool keeps ahead of it) never starts a
+    helper. A helper holds one chunk at a time, taken while the writer waits, so it competes
+    with the writer for at most that chunk; and its chunk is the next but few in order, so
+    what it holds is soon handed on.
+    """
     starts = range(0, len(jobs), CHUNK)
     futures: list[Future[list[Prepared]]] = []
-    with process_pool(workers) as pool:  # its workers die with this process, however it ends
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(process_pool(workers))  # its workers die with this process
+        aid = stack.enter_context(process_pool(helpers, HELPER)) if helpers else None
         try:
             for start in starts:
                 futures.append(pool.submit(_prepare_chunk, list(jobs[start : start + CHUNK])))
         except (BrokenProcessPool, OSError):
             pass  # broken, or no process could start: the jobs not submitted are left below
+        helping = _Helping(jobs, futures, aid, helpers)
         try:
-            for k, future in enumerate(futures):  # noqa: B007 (k is used after a break)
+            for k in range(len(futures)):  # k is used after a break
+                helping.wait(k)
                 try:
-                    chunk = future.result()
-                except BrokenProcessPool:
+                    chunk = futures[k].result()
+                except (BrokenProcessPool, CancelledError):  # cancelled: no helper could take it
                     break
                 yield from chunk
                 out.next += len(chunk)
@@ -151,17 +181,76 @@ def _pool_round(
             raise
     left: list[int] = []
     for start, future in zip(starts[k:], futures[k:], strict=False):
-        error = future.exception()
-        if error is None:
+        error = None if future.cancelled() else future.exception()
+        if future.cancelled() or isinstance(error, BrokenProcessPool):
+            left.extend(range(start, min(start + CHUNK, len(jobs))))
+        elif error is None:
             for i, prepared in enumerate(future.result(), start=start):
                 out.put(i, prepared)
-        elif isinstance(error, BrokenProcessPool):
-            left.extend(range(start, min(start + CHUNK, len(jobs))))
         else:
             raise error  # prepare itself failed: as if it had run in this process
     for start in starts[len(futures) :]:
         left.extend(range(start, min(start + CHUNK, len(jobs))))
     return left
+
+
+class _Helping:
+    """Helper workers that take the pool's unstarted chunks while the writer waits."""
+
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        futures: list[Future[list[Prepared]]],
+        aid: ProcessPoolExecutor | None,
+        helpers: int,
+    ) -> None:
+        self.jobs, self.futures, self.aid, self.helpers = jobs, futures, aid, helpers
+        self.taken: set[int] = set()  # the chunks handed to helpers
+        self.running: list[Future[list[Prepared]]] = []  # the helpers' chunks not done yet
+        self.start_up = 0.0  # how long the writer waited for the first chunk
+        self.waited = 0.0  # how long it has waited for the others
+
+    def wait(self, k: int) -> None:
+        """Wait until chunk ``k`` is done, handing chunks after it to idle helpers meanwhile.
+
+        Helpers start only once the writer has waited for the later chunks as long as it waited
+        for the first: until then every sync waits while its workers start and fill its first
+        batch, and a sync its writes bound waits little more after that (the pool keeps ahead
+        of it), so it is best left as it is (a helper started there cost bench's vault
+        0.04-0.1 s). A sync its extraction bounds gets there within a few batches (three copies
+        of the real corpora), or within its one batch (pydantic's tree)."""
+        futures = self.futures
+        if futures[k].done():
+            return
+        began = time.perf_counter()
+        while self.aid is not None and k and self.waited > self.start_up and not futures[k].done():
+            self.running = [f for f in self.running if not f.done()]
+            if len(self.running) < self.helpers and self._take(k + 1):
+                continue
+            wait_for([futures[k], *self.running], return_when=FIRST_COMPLETED)
+        wait_for([futures[k]])
+        if k:
+            self.waited += time.perf_counter() - began
+        else:
+            self.start_up = time.perf_counter() - began
+
+    def _take(self, first: int) -> bool:
+        """Move the first chunk from ``first`` on that the pool has not started to a helper."""
+        assert self.aid is not None, "only a round with helpers takes chunks"
+        futures = self.futures
+        for j in range(first, len(futures)):
+            if j in self.taken or not futures[j].cancel():
+                continue  # a helper's already, or started (or done) in the pool
+            start = j * CHUNK
+            try:
+                futures[j] = self.aid.submit(_prepare_chunk, list(self.jobs[start : start + CHUNK]))
+            except (BrokenProcessPool, OSError):
+                self.aid = None  # no helper can run: the chunk is left for _recover
+                return False
+            self.taken.add(j)
+            self.running.append(futures[j])
+            return True
+        return False
 
 
 @dataclass
