@@ -207,18 +207,19 @@ class _Helping:
         self.jobs, self.futures, self.aid, self.helpers = jobs, futures, aid, helpers
         self.taken: set[int] = set()  # the chunks handed to helpers
         self.running: list[Future[list[Prepared]]] = []  # the helpers' chunks not done yet
+        self.scanned = 0  # the chunks before it are taken, started or done: none to take
         self.start_up = 0.0  # how long the writer waited for the first chunk
         self.waited = 0.0  # how long it has waited for the others
 
     def wait(self, k: int) -> None:
         """Wait until chunk ``k`` is done, handing chunks after it to idle helpers meanwhile.
 
-        Helpers start only once the writer has waited for the later chunks as long as it waited
-        for the first: until then every sync waits while its workers start and fill its first
-        batch, and a sync its writes bound waits little more after that (the pool keeps ahead
-        of it), so it is best left as it is (a helper started there cost bench's vault
-        0.04-0.1 s). A sync its extraction bounds gets there within a few batches (three copies
-        of the real corpora), or within its one batch (pydantic's tree)."""
+        Helpers start only once the writer has waited for the later chunks as long as it
+        waited for the first. Every sync waits while its workers start and fill its first
+        batch; one its writes bound waits little more (its pool keeps ahead of it), and a
+        helper started there cost bench's vault 0.04-0.1 s. One its extraction bounds gets
+        there within a few batches (three copies of the real corpora), or within its one batch
+        (pydantic's tree)."""
         futures = self.futures
         if futures[k].done():
             return
@@ -238,9 +239,10 @@ class _Helping:
         """Move the first chunk from ``first`` on that the pool has not started to a helper."""
         assert self.aid is not None, "only a round with helpers takes chunks"
         futures = self.futures
-        for j in range(first, len(futures)):
+        for j in range(max(first, self.scanned), len(futures)):
+            self.scanned = j + 1
             if j in self.taken or not futures[j].cancel():
-                continue  # a helper's already, or started (or done) in the pool
+                continue  # a helper's already, or started (or done) in the pool: for good
             start = j * CHUNK
             try:
                 futures[j] = self.aid.submit(_prepare_chunk, list(self.jobs[start : start + CHUNK]))
