@@ -299,17 +299,27 @@ def test_a_cold_load_restores_beside_its_communities_and_before_their_write(
     assert _schema(database) == _fresh_schema(tmp_path)
 
 
-def test_a_cold_load_of_two_folders_restores_before_the_second_writes(
-    tmp_path: Path, vault: Path, write: Writer
+def test_a_cold_load_of_two_folders_loads_both_and_restores_once(
+    tmp_path: Path, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    restored: list[str] = []
+    real_restore = coldload.restore
+
+    def restore(conn: Connection) -> None:
+        restored.append(threading.current_thread().name)
+        real_restore(conn)
+
+    monkeypatch.setattr(coldload, "restore", restore)
     other = tmp_path / "other"
     _notes(write, 9)
     for n in range(4):
         write(f"o{n}.md", f"[[Other {n}]] and [[Topic 1]]: xylophone {n}\n", root=other)
     database = tmp_path / "graph.db"
     with ContextGraph.open(database, settings=Settings.from_env(batch_files=3)) as graph:
-        graph.sync([vault, other])  # one sync: the first folder's load is cold, not the second's
-        assert len(graph.search("xylophone").hits) == 4  # indexed by the trigger, back in time
+        restored.clear()  # opening may restore what a killed load left (nothing here)
+        graph.sync([vault, other])  # one sync: the second folder loads into the first's
+        assert restored == [checkpoint.THREAD_NAME]  # deferral, recreated once, at the end
+        assert len(graph.search("xylophone").hits) == 4  # indexed by the batches themselves
         assert len(graph.search("prose").hits) == 9
         assert graph.doctor().ok
     assert _schema(database) == _fresh_schema(tmp_path)
@@ -318,6 +328,32 @@ def test_a_cold_load_of_two_folders_restores_before_the_second_writes(
         fresh.sync([vault])
         fresh.sync([other])
     assert _index(database) == _index(tmp_path / "one-by-one.db")
+
+
+def test_a_missing_folder_between_two_cold_loads_keeps_the_deferral(
+    tmp_path: Path, write: Writer
+) -> None:
+    first, gone, last = (tmp_path / name for name in ("a-first", "b-gone", "c-last"))
+    for folder in (first, gone, last):
+        folder.mkdir()
+    database = tmp_path / "graph.db"
+    with ContextGraph.open(database) as graph:
+        graph.sync([first, gone, last])  # empty folders: registered, nothing stored
+        assert [s.name for s in graph.sources()] == ["a-first", "b-gone", "c-last"]
+    for n in range(5):
+        write(f"f{n}.md", f"[[Topic {n % 2}]] and [[First {n}]]: prose {n}\n", root=first)
+    for n in range(3):
+        write(f"l{n}.md", f"[[Last {n}]] and [[Topic 1]]: xylophone {n}\n", root=last)
+    gone.rmdir()
+    with ContextGraph.open(database, settings=Settings.from_env(batch_files=2)) as graph:
+        report = graph.sync()  # in that order: cold, missing, then the last into the deferral
+        assert report.missing == ["b-gone"]
+        assert len(graph.search("xylophone").hits) == 3  # the last folder's own batches
+        with db.read(graph.engine) as conn:
+            assert not meta.is_stale(conn, coldload.COLD_LOAD)
+        assert graph.doctor().ok
+    assert _schema(database) == _fresh_schema(tmp_path)
+    assert len(_dates(database)) == 8
 
 
 @pytest.mark.parametrize("vault_holds", ["notes without links", "code only"])

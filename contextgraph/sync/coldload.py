@@ -11,9 +11,10 @@ inside its transaction (:func:`contextgraph.store.fulltext.index_files` and
 :func:`fill_search_dates`), so neither the full-text index nor ``search_dates`` ever lags the
 files; and one transaction at the end recreates the objects exactly as they were
 (:func:`restore`). The sync runs it in a thread while its communities read and partition the
-graph (:func:`contextgraph.sync.run._finish`), or before anything else writes: the next
-folder's batches, a code graph's rebuild. Without the indexes, queries give the same answers,
-only slower, for the length of the load.
+graph (:func:`contextgraph.sync.run._finish`), or before anything else writes: a code graph's
+rebuild, batches that update or delete files. The new folders a sync loads after the first
+load into the same deferral, their batches indexing their own files as the first folder's do.
+Without the indexes, queries give the same answers, only slower, for the length of the load.
 
 A sync killed in between leaves the mark: every sync starts by calling :func:`restore` (under
 the sync lock, before any of its batches), and every writer of ``files`` is a sync.

@@ -89,12 +89,10 @@ def run_sync(
             coldload.finish(engine, settings.lock_retry_seconds)
         chosen = [s for s in registered if sources is None or s.name in sources]
         exclude = database_files(db_path)
-        deferred = False
+        deferred = False  # a cold load's dropped objects are yet to be recreated
         for source in chosen:
-            if deferred:  # this source's batches insert files: they need the triggers back
-                coldload.finish(engine, settings.lock_retry_seconds)
             report.sources.append(source.name)
-            deferred = _sync_source(engine, settings, source, exclude, report, progress)
+            deferred = _sync_source(engine, settings, source, exclude, report, progress, deferred)
         _finish(engine, settings, registered, report, deferred=deferred)
     report.phases["total"] = time.perf_counter() - started
     return report
@@ -267,13 +265,15 @@ def _sync_source(
     exclude: list[Path],
     report: SyncReport,
     progress: Progress | None,
+    deferred: bool = False,
 ) -> bool:
-    """Scan ``source`` and reconcile the store with it; True when its cold load is deferred."""
+    """Scan ``source`` and reconcile the store with it; True when a cold load is deferred
+    (``deferred``: an earlier source's of this sync was, see :func:`_reconcile`)."""
     t = time.perf_counter()
     if not source.root.is_dir():
         report.failed.append(Problem(source.name, ".", f"source folder {source.root} is missing"))
         report.missing.append(source.name)
-        return False
+        return deferred
     scanned = scan(source.root, exclude=exclude)
     for path, reason in scanned.problems:
         report.failed.append(Problem(source.name, path, reason))
@@ -281,7 +281,9 @@ def _sync_source(
     with db.read(engine) as conn:
         existing = stored_files(conn, source.id)
     report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t
-    return _reconcile(engine, settings, source, scanned.files, existing, report, progress)
+    return _reconcile(
+        engine, settings, source, scanned.files, existing, report, progress, deferred=deferred
+    )
 
 
 def _reconcile(
@@ -294,11 +296,15 @@ def _reconcile(
     progress: Progress | None,
     *,
     reread: bool = False,
+    deferred: bool = False,
 ) -> bool:
     """Move the store from ``existing`` to ``files``: what is in the first only is gone.
 
     Returns True when the batches ran as a cold load whose dropped indexes and triggers are yet
     to be recreated: the caller restores them (:func:`_finish`) before anything else writes.
+    ``deferred``: an earlier folder's cold load in this sync left them dropped. A new folder's
+    files load the same way, into the same deferred objects (the four real corpora synced at
+    once into a new database: 2.6 → 1.9 s); batches of any other kind get them back first.
     """
     jobs = _jobs(files, existing, settings, reread)
     report.unchanged += len(files) - len(jobs)
@@ -311,8 +317,10 @@ def _reconcile(
         by_hash[(gone[path].hash, gone[path].kind)].append(gone[path])
     t = time.perf_counter()
     # A load into a store without any file builds some indexes once, not per row (coldload.py).
-    cold = bool(jobs) and not existing and coldload.store_is_empty(engine)
-    deferred = False
+    cold = bool(jobs) and not existing and (deferred or coldload.store_is_empty(engine))
+    if deferred and not cold and (jobs or gone):
+        coldload.finish(engine, settings.lock_retry_seconds)  # these batches need them back
+        deferred = False
     pending: list[FileOp] = []
 
     def flush() -> None:
