@@ -17,8 +17,9 @@ report times.
 folder holding a ``contextgraph`` package; ``--new`` is this checkout unless given. With
 ``--cold VAULT`` every run is ``sync VAULT`` into a new database; with ``--db-from VAULT`` each
 tree first syncs VAULT into a database of its own (untimed), and the command after ``--`` runs
-on it. The runs start in the folder of the databases (the working folder comes first on a
-child's ``sys.path``): give the command absolute paths. Nothing here asserts: it measures.
+on it. VAULT may name several folders, comma-separated: one sync of them all. The runs start
+in the folder of the databases (the working folder comes first on a child's ``sys.path``):
+give the command absolute paths. Nothing here asserts: it measures.
 """
 
 from __future__ import annotations
@@ -131,14 +132,19 @@ def compare(
     }
 
 
+def folders(vaults: str) -> list[str]:
+    """The absolute paths of comma-separated folders (a run starts in another folder)."""
+    return [str(Path(p).resolve()) for p in vaults.split(",") if p]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", required=True, help="a git revision or a source folder")
     parser.add_argument("--new", type=Path, default=REPO, help="a source folder (default: here)")
     parser.add_argument("--runs", type=int, default=8, help="pairs of runs (default 8)")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--cold", type=Path, help="time `sync VAULT` into a new database")
-    source.add_argument("--db-from", type=Path, help="sync VAULT first (untimed), then time")
+    source.add_argument("--cold", help="time `sync VAULT[,VAULT...]` into a new database")
+    source.add_argument("--db-from", help="sync VAULT[,VAULT...] first (untimed), then time")
     parser.add_argument("--workdir", type=Path, help="keep the databases here")
     parser.add_argument("command", nargs="*", help="the contextgraph command, after --")
     args = parser.parse_args()
@@ -171,12 +177,12 @@ def main() -> None:
         for tree in trees.values():
             check_tree(tree)
         if args.cold is not None:
-            command = ["sync", str(args.cold.resolve())]
+            command = ["sync", *folders(args.cold)]
         else:
             command = list(args.command)
             for side, tree in trees.items():
                 remove_database(databases[side])
-                sync = ["sync", str(args.db_from.resolve())]
+                sync = ["sync", *folders(args.db_from)]
                 run_once(tree, databases[side], sync, phases=False)
         result = compare(trees, databases, command, args.runs, cold=args.cold is not None)
         result["trees"] = {side: str(tree) for side, tree in trees.items()}
