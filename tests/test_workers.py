@@ -103,3 +103,64 @@ def test_watch_parent_exits_a_process_whose_parent_is_gone() -> None:
     result = subprocess.run([sys.executable, "-c", code], timeout=30)
     assert result.returncode == 1
     assert time.monotonic() - started < 20
+
+
+SLOW_SITE = """\
+import multiprocessing, os, time
+import contextgraph.sync.ingest as ingest
+
+_prepare = ingest.prepare
+
+def prepare(job):
+    with open(os.environ["EXTRACTED_LOG"], "a", encoding="utf-8") as out:
+        out.write(multiprocessing.current_process().name + "\\n")
+    time.sleep(0.005)  # slower than the writer: it waits, and a helper starts
+    return _prepare(job)
+
+ingest.prepare = prepare
+"""
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core extracts in-process")
+def test_a_sync_killed_while_a_helper_extracts_leaves_no_process_behind(tmp_path: Path) -> None:
+    from contextgraph.sync.workers import HELPER
+
+    vault = tmp_path / "vault"
+    _big_vault(vault, files=1500)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_SITE, encoding="utf-8")
+    log = tmp_path / "extracted.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTGRAPH_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
+    env["EXTRACTED_LOG"] = str(log)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "contextgraph", "--db", str(tmp_path / "g.db"), "sync", str(vault)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    children: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if log.exists() and HELPER in log.read_text(encoding="utf-8"):
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the sync ended before a helper was seen"
+        children = _descendants(proc.pid)
+        assert len(children) >= 3, children  # a worker, a helper and the resource tracker
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(_alive(p) for p in children):
+            time.sleep(0.1)
+        survivors = {p for p in children if _alive(p)}
+        assert not survivors, f"processes outlived the killed sync: {survivors}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in _descendants(proc.pid) | children:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
