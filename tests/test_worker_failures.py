@@ -60,12 +60,15 @@ def _killing_site(folder: Path, names: tuple[str, ...]) -> Path:
     )
 
 
-def _cli_sync(database: Path, vault: Path, site: Path | None, timeout: float = 300) -> Any:
+def _cli_sync(
+    database: Path, vault: Path | list[Path], site: Path | None, timeout: float = 300
+) -> Any:
     env = child_env(CONTEXTGRAPH_WORKERS="2")
     if site is not None:
         env["PYTHONPATH"] = f"{site}:{env['PYTHONPATH']}"
+    folders = [str(folder) for folder in (vault if isinstance(vault, list) else [vault])]
     done = subprocess.run(
-        [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", "--json", str(vault)],
+        [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", "--json", *folders],
         env=env,
         capture_output=True,
         text=True,
@@ -328,3 +331,40 @@ def test_a_helper_killed_by_a_file_loses_nothing(tmp_path: Path) -> None:
     assert result == {"same": True, "notes": []}
     assert [line for line in log if line.endswith(" killed")], "no helper took a chunk"
     assert not [line for line in log if line.endswith(f" {HELPER}")]
+
+
+def test_the_folders_of_one_sync_are_extracted_in_one_pool(tmp_path: Path) -> None:
+    # Two folders of 250 notes: each under POOL_THRESHOLD, together over it.
+    first, second = tmp_path / "first", tmp_path / "second"
+    _vault(first, files=250)
+    _vault(second, files=250)
+    log = tmp_path / "extracted.log"
+    site = _site(
+        tmp_path / "site",
+        f"""
+        import multiprocessing, os
+        import contextgraph.sync.ingest as ingest
+
+        _prepare = ingest.prepare
+
+        def prepare(job):
+            with open({str(log)!r}, "a", encoding="utf-8") as out:
+                name = multiprocessing.current_process().name
+                out.write(f"{{os.getpid()}} {{name}}\\n")
+            return _prepare(job)
+
+        ingest.prepare = prepare
+        """,
+    )
+    report = _cli_sync(tmp_path / "g.db", [first, second], site)
+    assert report["sources"] == ["first", "second"]
+    assert report["files"]["added"] == 500
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 500
+    assert {line.split()[1] for line in lines} == {WORKER}  # no file in the writing process
+    assert len({line.split()[0] for line in lines}) <= 2  # one pool of two, for both folders
+    with ContextGraph.open(tmp_path / "g.db") as graph:
+        got = snapshot(graph)
+    with ContextGraph.open(tmp_path / "inline.db", settings=Settings(workers=1)) as graph:
+        graph.sync([first, second])
+        assert got == snapshot(graph)

@@ -76,20 +76,32 @@ def test_a_sync_killed_mid_extraction_leaves_no_worker_behind(
             time.sleep(0.02)
         assert proc.poll() is None, "the sync ended before its workers were seen"
         assert len(workers) >= 2, workers
-        os.kill(proc.pid, sig)
-        proc.wait(timeout=30)
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and any(_alive(p) for p in workers):
-            time.sleep(0.1)
-        survivors = {p for p in workers if _alive(p)}
-        assert not survivors, f"worker processes outlived the killed sync: {survivors}"
+        _kill_and_expect_none_outlive(proc, sig, workers)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pid in _descendants(proc.pid) | workers:
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
+        _end_all(proc, workers)
+
+
+def _kill_and_expect_none_outlive(
+    proc: subprocess.Popen[bytes], sig: signal.Signals, children: set[int]
+) -> None:
+    """Send ``sig`` to the sync ``proc``; every one of ``children`` must be gone soon after."""
+    os.kill(proc.pid, sig)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_alive(p) for p in children):
+        time.sleep(0.1)
+    survivors = {p for p in children if _alive(p)}
+    assert not survivors, f"processes outlived the killed sync: {survivors}"
+
+
+def _end_all(proc: subprocess.Popen[bytes], children: set[int]) -> None:
+    """Whatever a test saw: end ``proc`` and every process of its that is left."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for pid in _descendants(proc.pid) | children:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_watch_parent_exits_a_process_whose_parent_is_gone() -> None:
@@ -150,17 +162,6 @@ def test_a_sync_killed_while_a_helper_extracts_leaves_no_process_behind(tmp_path
         assert proc.poll() is None, "the sync ended before a helper was seen"
         children = _descendants(proc.pid)
         assert len(children) >= 3, children  # a worker, a helper and the resource tracker
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and any(_alive(p) for p in children):
-            time.sleep(0.1)
-        survivors = {p for p in children if _alive(p)}
-        assert not survivors, f"processes outlived the killed sync: {survivors}"
+        _kill_and_expect_none_outlive(proc, signal.SIGKILL, children)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pid in _descendants(proc.pid) | children:
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
+        _end_all(proc, children)

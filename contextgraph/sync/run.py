@@ -2,6 +2,8 @@
 
 Per source: scan, compare size and mtime_ns with the store, read and hash what changed, extract
 (in a process pool when there is much to do), then write in short ``BEGIN IMMEDIATE`` batches.
+A sync of several sources scans them all first and extracts their files in one round (one
+pool), which each source's batches then take their files from in turn.
 Each batch moves a set of files wholly from their old state to their new one, so a sync killed at
 any instant leaves a consistent store, and the files it did not reach still look changed to the
 next sync. Derived state that spans files (the code graph of a source, the communities) is marked
@@ -13,9 +15,11 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -89,10 +93,12 @@ def run_sync(
             coldload.finish(engine, settings.lock_retry_seconds)
         chosen = [s for s in registered if sources is None or s.name in sources]
         exclude = database_files(db_path)
+        plans = [_plan(engine, settings, source, exclude, report) for source in chosen]
         deferred = False  # a cold load's dropped objects are yet to be recreated
-        for source in chosen:
-            report.sources.append(source.name)
-            deferred = _sync_source(engine, settings, source, exclude, report, progress, deferred)
+        with _Extraction([job for plan in plans for job in plan.jobs], settings) as round_:
+            for plan in plans:
+                report.sources.append(plan.source.name)
+                deferred = _reconcile(engine, settings, plan, report, progress, round_, deferred)
         _finish(engine, settings, registered, report, deferred=deferred)
     report.phases["total"] = time.perf_counter() - started
     return report
@@ -138,13 +144,15 @@ def sync_paths(
     exclude = database_files(db.database_path(engine))
     picked = pick(info.root, sorted(set(paths)), exclude)
     if picked is None:
-        deferred = _sync_source(engine, settings, info, exclude, report, None)
+        plan = _plan(engine, settings, info, exclude, report)
     else:
         files, asked = picked
-        report.scanned += len(files)
         with db.read(engine) as conn:
             existing = stored_files(conn, info.id, asked)
-        deferred = _reconcile(engine, settings, info, files, existing, report, None, reread=reread)
+        jobs = _jobs(files, existing, settings, reread)
+        plan = _Plan(info, files=files, existing=existing, jobs=jobs)
+    with _Extraction(plan.jobs, settings) as extraction:
+        deferred = _reconcile(engine, settings, plan, report, None, extraction)
     _finish(engine, settings, [info], report, deferred=deferred)
     report.phases["total"] = time.perf_counter() - started
     return report
@@ -258,47 +266,72 @@ def _refresh_weights(engine: Engine, settings: Settings) -> None:
         weights.refresh(engine, settings)
 
 
-def _sync_source(
-    engine: Engine,
-    settings: Settings,
-    source: SourceInfo,
-    exclude: list[Path],
-    report: SyncReport,
-    progress: Progress | None,
-    deferred: bool = False,
-) -> bool:
-    """Scan ``source`` and reconcile the store with it; True when a cold load is deferred
-    (``deferred``: an earlier source's of this sync was, see :func:`_reconcile`)."""
+@dataclass
+class _Plan:
+    """One source scanned: what a sync of it reads (``jobs``) and reports before its batches."""
+
+    source: SourceInfo
+    missing: bool = False
+    files: list[ScannedFile] = field(default_factory=list)
+    existing: dict[str, Existing] = field(default_factory=dict)
+    jobs: list[Job] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _plan(
+    engine: Engine, settings: Settings, source: SourceInfo, exclude: list[Path], report: SyncReport
+) -> _Plan:
+    """Scan ``source`` and compare it with the store: what its sync will read."""
     t = time.perf_counter()
     if not source.root.is_dir():
-        report.failed.append(Problem(source.name, ".", f"source folder {source.root} is missing"))
-        report.missing.append(source.name)
-        return deferred
+        problem = Problem(source.name, ".", f"source folder {source.root} is missing")
+        return _Plan(source, missing=True, problems=[problem])
     scanned = scan(source.root, exclude=exclude)
-    for path, reason in scanned.problems:
-        report.failed.append(Problem(source.name, path, reason))
-    report.scanned += len(scanned.files)
     with db.read(engine) as conn:
         existing = stored_files(conn, source.id)
     report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t
-    return _reconcile(
-        engine, settings, source, scanned.files, existing, report, progress, deferred=deferred
+    return _Plan(
+        source,
+        files=scanned.files,
+        existing=existing,
+        jobs=_jobs(scanned.files, existing, settings, reread=False),
+        problems=[Problem(source.name, path, reason) for path, reason in scanned.problems],
     )
+
+
+class _Extraction:
+    """What ``jobs`` hold, extracted in job order (:func:`_prepare_all`): one round, in one
+    pool, for every source of a sync, each taking its own jobs' results in turn. Leaving the
+    ``with`` block ends the round: its worker processes, if any, exit."""
+
+    def __init__(self, jobs: list[Job], settings: Settings) -> None:
+        self.notes: list[str] = []  # about the extraction as a whole (no worker usable)
+        self._results = iter(_prepare_all(jobs, settings, self.notes) if jobs else ())
+
+    def take(self, count: int) -> Iterator[Prepared]:
+        """The results of the next ``count`` jobs."""
+        return islice(self._results, count)
+
+    def __enter__(self) -> _Extraction:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        close = getattr(self._results, "close", None)  # a pool's generator; an in-process map
+        if close is not None:
+            close()
 
 
 def _reconcile(
     engine: Engine,
     settings: Settings,
-    source: SourceInfo,
-    files: list[ScannedFile],
-    existing: dict[str, Existing],
+    plan: _Plan,
     report: SyncReport,
     progress: Progress | None,
-    *,
-    reread: bool = False,
+    extraction: _Extraction,
     deferred: bool = False,
 ) -> bool:
-    """Move the store from ``existing`` to ``files``: what is in the first only is gone.
+    """Move the store from what it holds of a source to what :func:`_plan` found in it: what is
+    in the first only is gone; ``extraction`` holds the results of ``plan.jobs``, next.
 
     Returns True when the batches ran as a cold load whose dropped indexes and triggers are yet
     to be recreated: the caller restores them (:func:`_finish`) before anything else writes.
@@ -306,7 +339,12 @@ def _reconcile(
     files load the same way, into the same deferred objects (the four real corpora synced at
     once into a new database: 2.6 → 1.9 s); batches of any other kind get them back first.
     """
-    jobs = _jobs(files, existing, settings, reread)
+    source, files, existing, jobs = plan.source, plan.files, plan.existing, plan.jobs
+    report.failed += plan.problems
+    if plan.missing:
+        report.missing.append(source.name)
+        return deferred
+    report.scanned += len(files)
     report.unchanged += len(files) - len(jobs)
     present = {f.path for f in files}
     gone = {p: existing[p] for p in sorted(existing.keys() - present)}
@@ -328,8 +366,7 @@ def _reconcile(
         deferred = _write_batch(engine, settings, source, pending, report, cold) or deferred
         pending = []
 
-    notes: list[str] = []  # about the extraction as a whole (no worker process usable)
-    for done, prepared in enumerate(_prepare_all(jobs, settings, notes) if jobs else (), 1):
+    for done, prepared in enumerate(extraction.take(len(jobs)), 1):
         op = _classify(prepared, existing.get(prepared.path), by_hash, gone, source, report)
         if len(prepared.concepts) > settings.max_concepts_per_file:
             report.warnings.append(
@@ -346,7 +383,8 @@ def _reconcile(
             flush()
         if progress is not None:
             progress(done, len(jobs))
-    report.warnings += [Problem(source.name, ".", note) for note in notes]
+    report.warnings += [Problem(source.name, ".", note) for note in extraction.notes]
+    extraction.notes.clear()
     for path in sorted(gone):
         pending.append(Delete(path, gone[path]))
         if len(pending) >= settings.batch_files:

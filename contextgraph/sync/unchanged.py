@@ -188,7 +188,7 @@ def _sync_source(
     root: Path,
     report: SyncReport,
 ) -> None:
-    """Scan one source and compare it with the store, as ``sync.run._sync_source`` does."""
+    """Scan one source and compare it with the store, as ``sync.run._plan`` does."""
     t = time.perf_counter()
     report.sources.append(name)
     if not root.is_dir():
