@@ -29,17 +29,21 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def kill_sync_mid_way(database: Path, folder: Path, *, files: int) -> int:
-    """Start ``contextgraph sync folder`` (one file per batch), SIGKILL it once 20 batches are
-    committed, and return how many files were; skip the test when the kill missed the sync."""
+def kill_sync_mid_way(
+    database: Path, folder: Path | list[Path], *, files: int, after: int = 20
+) -> int:
+    """Start ``contextgraph sync folder`` (one file per batch; several folders: one sync of
+    them all), SIGKILL it once ``after`` batches are committed, and return how many files
+    were; skip the test when the kill missed the sync."""
     import signal
     import sqlite3
     import time
 
     import pytest
 
+    folders = [str(f) for f in (folder if isinstance(folder, list) else [folder])]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", str(folder)],
+        [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", *folders],
         env=child_env(CONTEXTGRAPH_BATCH_FILES="1", CONTEXTGRAPH_WORKERS="1"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -54,7 +58,7 @@ def kill_sync_mid_way(database: Path, folder: Path, *, files: int) -> int:
                 conn.close()
             except sqlite3.Error:
                 committed = 0
-            if committed >= 20:
+            if committed >= after:
                 break
         time.sleep(0.01)
     os.kill(proc.pid, signal.SIGKILL)

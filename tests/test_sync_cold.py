@@ -192,6 +192,33 @@ def test_a_cold_load_killed_mid_way_is_consistent_and_completed_by_the_next(
     assert _schema(database) == _schema(tmp_path / "fresh.db")
 
 
+def test_a_cold_load_of_two_folders_killed_in_the_second_is_completed_by_the_next(
+    tmp_path: Path,
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    write_topic_notes(first, 30, " FooBar")
+    write_topic_notes(second, 300, " Quux")
+    database = tmp_path / "graph.db"
+    committed = kill_sync_mid_way(database, [first, second], files=330, after=60)
+    assert committed > 30  # the second folder was loading into the first one's deferral
+    with ContextGraph.open(database) as live:
+        assert live.doctor().ok
+        with db.read(live.engine) as conn:
+            indexed = conn.execute(text("SELECT count(*) FROM files_fts_docsize")).scalar_one()
+            assert meta.is_stale(conn, coldload.COLD_LOAD)  # left by the kill
+        assert indexed == committed  # the second folder's committed files are indexed too
+        assert len(_dates(database)) == committed
+        live.sync()
+        with db.read(live.engine) as conn:
+            assert not meta.is_stale(conn, coldload.COLD_LOAD)
+        assert live.doctor().ok
+    with ContextGraph.open(tmp_path / "fresh.db") as fresh:
+        fresh.sync([first, second])
+    assert _index(database) == _index(tmp_path / "fresh.db")
+    assert _dates(database) == _dates(tmp_path / "fresh.db")
+    assert _schema(database) == _schema(tmp_path / "fresh.db")
+
+
 def test_a_no_change_sync_does_not_write(
     store: ContextGraph, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
