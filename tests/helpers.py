@@ -172,3 +172,53 @@ class DbFactory:
             Neighbourhoods._states.clear()
             for dbname in self.made:
                 self.cluster.drop(dbname)
+
+
+def first_links_agree(text: str) -> int:
+    """Check that ``LinkIndex``, reading only as far as each question needs, in either order
+    of questions, finds each concept's first link where the whole note's links put it; return
+    how many concepts were checked."""
+    from contextgraph.notes.wikilinks import LinkIndex, find_links
+
+    first: dict[str, int] = {}
+    for link in find_links(text):
+        if link.concept:
+            first.setdefault(link.concept, link.start)
+    for order in (list(first), list(reversed(first))):
+        index = LinkIndex(text)
+        assert {concept: index.first(concept) for concept in order} == {
+            concept: first[concept] for concept in order
+        }, text[:200]
+        assert index.first("no-such-concept-in-any-note") is None
+    return len(first)
+
+
+def whole_note_preview(text: str, related: str, query: str) -> str:
+    """``content_preview`` as it was before notes were read only as far as needed: every link
+    of the whole note found first, then the first sentence that holds one (the reference the
+    lazy reading must agree with)."""
+    from contextgraph.notes import preview
+    from contextgraph.notes.wikilinks import find_links
+
+    note = preview.Note(text)
+    starts: dict[str, list[int]] = {}
+    for link in find_links(text):
+        if link.concept:
+            starts.setdefault(link.concept, []).append(link.start)
+    budget = 200
+    if not note.blocks:
+        return ""
+    chosen: str | None = None
+    for wanted in (related, query):
+        if not wanted or chosen is not None:
+            continue
+        for block_start, block_end, _ in note.blocks:
+            for a, b in preview._sentences(text, block_start, block_end):
+                if any(a <= s < b for s in starts.get(wanted, [])):
+                    chosen = preview._clean(text[a:b])
+                    break
+            if chosen is not None:
+                break
+    if chosen is None:
+        chosen = preview._opening(text, note.blocks, budget)
+    return preview._shorten(chosen, budget)[:240]

@@ -368,32 +368,34 @@ def test_content_previews_read_a_shared_note_once(
     store: ContextGraph, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # One note links the query and five others: each neighbour's preview quotes it, and its
-    # links are found once per call (a long note can take a whole markdown parse to read).
+    # links are found no further than the concepts quoted need, and at most about twice in
+    # all per call (a long note can take a whole markdown parse to read).
     write(
         "n.md",
         "[[Q]] starts here. [[A]] one. [[B]] two.\n\n- [[C]] three.\n- [[D]] four. [[E]] five.\n",
         created=FRESH,
     )
     store.sync([vault], name="v")
-    from contextgraph.notes import preview
+    from contextgraph.notes import preview, wikilinks
 
     calls: list[str] = []
-    real = preview.find_links
+    real = wikilinks._find_links_from
 
-    def counted(text: str) -> list[Any]:
+    def counted(text: str, start: int) -> list[Any]:
         calls.append(text)
-        return real(text)
+        return real(text, start)
 
-    monkeypatch.setattr(preview, "find_links", counted)
+    monkeypatch.setattr(wikilinks, "_find_links_from", counted)
     monkeypatch.setattr(preview, "_READ", OrderedDict())  # nothing kept from other tests
     monkeypatch.setattr(preview, "_read_chars", 0)
+    body = (vault / "n.md").read_text()
     relations = store.build_context("Q", include_content=True).direct_relations
     assert len(relations) == 5
-    assert len(calls) == 1
+    # [[A]] and [[B]]: the first paragraph; [[C]] on: the rest
+    assert calls == [body[: body.index("- [[C]]")], body]
     # The process keeps the note it read, by content hash: the next call reads nothing again.
     assert store.build_context("A", include_content=True).direct_relations[0].content_preview
-    assert len(calls) == 1
-    body = (vault / "n.md").read_text()
+    assert len(calls) == 2
     for r in relations:
         assert r.content_preview == {
             "memory://v/n.md": preview.content_preview(body, r.name.lower(), "q")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import CORPORA
+from helpers import CORPORA, first_links_agree, whole_note_preview
 
 from contextgraph import ContextGraph
 
@@ -47,3 +47,31 @@ def _busiest_concept(graph: ContextGraph) -> str:
                 )
             ).scalar_one()
         )
+
+
+@pytest.mark.skipif(not VAULTS, reason="../shared/corpora is not present")
+@pytest.mark.parametrize("name", VAULTS)
+def test_first_links_read_as_far_as_needed_agree_with_the_whole_note(name: str) -> None:
+    checked = sum(
+        first_links_agree(path.read_bytes().decode("utf-8", "replace"))
+        for path in sorted((CORPORA / name).rglob("*.md"))
+    )
+    assert checked > 0
+
+
+@pytest.mark.skipif(not VAULTS, reason="../shared/corpora is not present")
+@pytest.mark.parametrize("name", VAULTS)
+def test_previews_of_real_notes_agree_with_whole_note_reading(name: str) -> None:
+    from contextgraph.notes.preview import content_preview
+    from contextgraph.notes.wikilinks import find_links
+
+    checked = 0
+    for path in sorted((CORPORA / name).rglob("*.md")):
+        text = path.read_bytes().decode("utf-8", "replace")
+        concepts = list(dict.fromkeys(link.concept for link in find_links(text) if link.concept))
+        for related, query in zip(concepts[-3:], [*concepts[:2], "absent"], strict=False):
+            assert content_preview(text, related, query) == whole_note_preview(
+                text, related, query
+            ), (path, related, query)
+            checked += 1
+    assert checked > 0

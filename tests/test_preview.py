@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from helpers import whole_note_preview
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -172,4 +173,50 @@ def test_read_notes_are_kept_by_hash_least_recent_out(monkeypatch: pytest.Monkey
     assert preview.note_of("hb", "[[B]] two.") is not b
     long = preview.note_of("hl", "x" * 40)  # over the character bound alone: kept by nobody
     assert list(preview._READ) == [] and preview._read_chars == 0
-    assert long.text == "x" * 40 and c.link_starts("c") == [0]
+    assert long.text == "x" * 40 and c.first_link("c") == 0
+
+
+notes = st.lists(
+    st.sampled_from(
+        [
+            "[[r]]", "[[q]]", "![[r]]", "[[R|shown]]", "Some words", ". ", "! ", "\n", "\n\n",
+            "# ", "- ", "> ", "    ", "```\n", "``` a`b\n", "~~~\n", "`", "<!-- ", " -->",
+            "<div>", "[x]: /u\n", "[x]", "\r\n",
+        ]
+    ),
+    max_size=60,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(notes)
+def test_previews_read_as_far_as_needed_agree_with_the_whole_note(text: str) -> None:
+    for related, query in (("r", "q"), ("q", "r"), ("x", "q"), ("x", "y")):
+        assert content_preview(text, related, query) == whole_note_preview(text, related, query)
+
+
+def test_a_first_link_the_blocks_leave_out_gives_way_to_a_later_one() -> None:
+    from contextgraph.notes.preview import Note
+    from contextgraph.notes.wikilinks import find_links
+
+    # "``` a`b" opens no fence for markdown-it (a backtick in the info string), but the
+    # blocks of a preview take it for one: the first [[r]] is on a line they leave out.
+    text = (
+        "``` a`b\n[[q]][[r]]- > ~~~\n\n```\n``` a`b\n. \n```\n"
+        "Some words`<!-- [[r]]\nSome words```\n\n```\n- ```\n"
+    )
+    first, *later = [link.start for link in find_links(text) if link.concept == "r"]
+    note = Note(text)
+    assert note.sentence_at(first) is None and any(note.sentence_at(s) for s in later)
+    assert content_preview(text, "r", "q") == whole_note_preview(text, "r", "q")
+    assert "[[r]]" in content_preview(text, "r", "q")
+
+
+def test_forget_notes_starts_the_kept_notes_afresh() -> None:
+    from contextgraph.notes import preview
+
+    kept = preview.note_of("h-forget", "[[A]] one.")
+    assert preview.note_of("h-forget", "[[A]] one.") is kept
+    preview.forget_notes()
+    assert "h-forget" not in preview._READ and preview._read_chars == 0
+    assert preview.note_of("h-forget", "[[A]] one.") is not kept

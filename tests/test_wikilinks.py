@@ -13,6 +13,7 @@ from urllib.parse import unquote
 
 import pytest
 import yaml
+from helpers import first_links_agree
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -27,6 +28,7 @@ from contextgraph.notes.wikilinks import (
     MAX_CONCEPT_LENGTH,
     Frontmatter,
     Link,
+    LinkIndex,
     NoteFacts,
     extract_note,
     find_links,
@@ -655,6 +657,44 @@ def test_notes_of_many_parts_agree_with_the_full_markdown_it_reference(text: str
     fresh start at every part and must give what one parse of the whole note gives."""
     implementations_agree(text)
     assert implementation_links(text) == reference_links(text)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(documents, notes_in_parts))
+def test_first_links_read_as_far_as_needed_agree_with_the_whole_note(text: str) -> None:
+    first_links_agree(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a fence opened before a blank line holds the first [[a]]; the real one comes after
+        "```\n[[a]]\n\nstill code\n```\n\n[[a]] here\n",
+        # so does an HTML comment, and an HTML block up to its blank line
+        "<!--\n[[a]]\n\n-->\n\n[[a]]\n",
+        "<div>\n[[a]]\n\n[[a]] after\n",
+        # a link reference anywhere: the note is read whole
+        "[b `[[a]]` c]\n\n[[a]]\n\n[b `[[a]]` c]: /url\n",
+        # indented code, an embed, a link in a code span, CRLF lines, frontmatter
+        "    [[a]]\n\n![[a]]\n",
+        "`[[a]]` then\n\nplain [[a]]\n",
+        "[[a]] one\r\n\r\n[[b]] two\r\n",
+        "---\ntitle: '[[a]]'\n---\n\n[[a]]\n",
+        # many parts: later questions read on, at least doubling
+        "".join(f"p{i} [[c{i}]]\n\n" for i in range(40)),
+    ],
+)
+def test_first_links_of_hard_notes_agree_with_the_whole_note(text: str) -> None:
+    first_links_agree(text)
+
+
+def test_a_first_link_early_in_a_long_note_reads_no_further() -> None:
+    text = "Intro [[a]].\n\n" + "".join(f"`code` [[c{i}]]\n\n" for i in range(2000))
+    index = LinkIndex(text)
+    assert index.first("a") == 6
+    assert index.read == text.index("`code`")  # the first paragraph and its blank line
+    assert index.first("c1999") == text.index("[[c1999]]")
+    assert index.read == len(text)
 
 
 def test_a_code_span_wholly_inside_a_link_is_part_of_it() -> None:

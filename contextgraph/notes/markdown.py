@@ -143,7 +143,9 @@ def links_in_inline(
     return out
 
 
-_BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
+# A blank line: lines after it cannot change how markdown-it classifies any line before it
+# (a block still open there runs on either way), given every link reference is known.
+BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
 # Where a part starts (see _parts): an unindented line after a blank line, or an unindented
 # bullet list item with content.
 _RESTART_RE = re.compile(r"\n[ \t]*\n(?=[^ \t\n])|\n(?=[-+*][ \t]+[^ \t\n])")
@@ -166,7 +168,7 @@ class _Source:
         if "\0" in src:
             src = src.replace("\0", "\ufffd")  # as markdown-it does; one character for one
         last = src.rfind("[[")
-        blank = _BLANK_LINE_RE.search(src, last) if last >= 0 else None
+        blank = BLANK_LINE_RE.search(src, last) if last >= 0 else None
         if blank is not None:
             src = src[: blank.end()]
         self.src = src
@@ -314,4 +316,4 @@ def find_links_markdown(text: str, start: int, *, code_in_links: bool = True) ->
     return links
 
 
-__all__ = ["find_links_markdown", "links_in_inline"]
+__all__ = ["BLANK_LINE_RE", "find_links_markdown", "links_in_inline"]

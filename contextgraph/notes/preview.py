@@ -24,9 +24,9 @@ import re
 import threading
 from collections import OrderedDict
 
-from contextgraph.notes.wikilinks import find_links, parse_frontmatter
+from contextgraph.notes.wikilinks import LinkIndex, parse_frontmatter
 
-__all__ = ["Note", "content_preview", "note_of"]
+__all__ = ["Note", "content_preview", "forget_notes", "note_of"]
 
 _ELLIPSIS = "…"
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
@@ -130,13 +130,15 @@ def _shorten(sentence: str, limit: int) -> str:
 
 
 class Note:
-    """A note's body read once: its blocks and the offsets of its links, by concept.
+    """A note's body read once: its blocks, and its links as far as they were asked for.
 
-    Finding the links may take markdown-it's parse of the whole note (a long changelog: tenths
-    of a second), so a caller that quotes one note for several concepts reads it once.
+    Finding the links may take markdown-it's parse of the note (a long changelog: tenths of a
+    second), so the links are found only as far into the body as the concepts quoted need
+    (:class:`~contextgraph.notes.wikilinks.LinkIndex`), and a caller that quotes one note for
+    several concepts reads it at most about twice in all.
     """
 
-    __slots__ = ("_links", "blocks", "text")
+    __slots__ = ("blocks", "links", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -144,18 +146,23 @@ class Note:
         if start == 0 and text.startswith("\ufeff"):
             start = 1
         self.blocks = _blocks(text, start)
-        self._links: dict[str, list[int]] | None = None
+        self.links = LinkIndex(text)
 
-    def link_starts(self, concept: str) -> list[int]:
-        """Offsets of the links to ``concept`` (normalised), in text order."""
-        links = self._links
-        if links is None:  # built whole before it is shared: another thread never sees a part
-            links = {}
-            for link in find_links(self.text):
-                if link.concept:
-                    links.setdefault(link.concept, []).append(link.start)
-            self._links = links
-        return links.get(concept, [])
+    def first_link(self, concept: str) -> int | None:
+        """Where the first link to ``concept`` (normalised) starts, or None."""
+        return self.links.first(concept)
+
+    def sentence_at(self, offset: int) -> str | None:
+        """The sentence of the body that holds ``offset``, cleaned; None outside the blocks.
+
+        Only the block that holds it is split into sentences (a long note has thousands)."""
+        for block_start, block_end, _ in self.blocks:
+            if block_start <= offset < block_end:
+                for a, b in _sentences(self.text, block_start, block_end):
+                    if a <= offset < b:
+                        return _clean(self.text[a:b])
+                return None
+        return None
 
 
 # Notes read lately, by content hash. A long-running process (an MCP server, a library loop)
@@ -189,6 +196,14 @@ def note_of(digest: str, text: str) -> Note:
     return note
 
 
+def forget_notes() -> None:
+    """Drop the notes :func:`note_of` keeps, as a fresh process starts (for a benchmark)."""
+    global _read_chars
+    with _read_lock:
+        _READ.clear()
+        _read_chars = 0
+
+
 def content_preview(
     text: str | Note, related: str, query: str, *, limit: int = 200, hard_limit: int = 240
 ) -> str:
@@ -209,14 +224,14 @@ def content_preview(
     for wanted in (related, query):
         if not wanted or chosen is not None:
             continue
-        starts = note.link_starts(wanted)
-        if not starts:
+        first = note.first_link(wanted)  # the first sentence that links it holds this one
+        if first is None:
             continue
-        for block_start, block_end, _ in note.blocks:
-            for a, b in _sentences(note.text, block_start, block_end):
-                if any(a <= s < b for s in starts):
-                    chosen = _clean(note.text[a:b])
-                    break
+        chosen = note.sentence_at(first)
+        # The blocks may leave out a line a link is on (a fence that markdown-it does not
+        # take for one): then the first sentence that holds one of the later links.
+        for later in note.links.all(wanted)[1:] if chosen is None else ():
+            chosen = note.sentence_at(later)
             if chosen is not None:
                 break
     if chosen is None:

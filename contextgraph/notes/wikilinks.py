@@ -17,6 +17,7 @@ vaults).
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -29,6 +30,7 @@ from contextgraph.notes.frontmatter import (
 )
 from contextgraph.notes.links import (
     ATTACHMENT_EXTENSIONS,
+    LINK_RE,
     MAX_CONCEPT_LENGTH,
     Link,
     count_concepts_fast,
@@ -36,9 +38,10 @@ from contextgraph.notes.links import (
     find_links_fast,
     is_attachment,
     is_valid_concept,
+    make_link,
     normalize,
 )
-from contextgraph.notes.markdown import find_links_markdown
+from contextgraph.notes.markdown import BLANK_LINE_RE, find_links_markdown
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,7 @@ __all__ = [
     "MAX_FRONTMATTER_CHARS",
     "Frontmatter",
     "Link",
+    "LinkIndex",
     "NoteFacts",
     "extract_note",
     "find_links",
@@ -78,6 +82,75 @@ def _find_links_from(text: str, start: int) -> list[Link]:
             exc,
         )
         return find_links_fast(text, start)
+
+
+class LinkIndex:
+    """A note's links by concept, found no further into the body than a question needs.
+
+    :meth:`first` answers where the first link to a concept starts, as :func:`find_links`
+    would, reading the body up to the first blank line after the concept's first possible
+    link (a ``[[…]]`` that names it): lines after a blank line cannot change how markdown-it
+    reads any line before it. A link reference definition (``]:``) anywhere in the body can
+    (it makes ``[label]`` a link, whose label holds no code span), so such a body is read
+    whole. Each further read takes in at least twice what was read before, so all of a
+    note's reads cost at most about twice one read of the whole note. A long note that a
+    preview quotes for a concept it links early is read no further (the logseq docs'
+    194 kB changelog needs a full markdown parse: tenths of a second). Where markdown-it
+    fails on a note, each read scans it as plain text, as :func:`find_links` does.
+
+    Shared by the threads of a process (:func:`contextgraph.notes.preview.note_of`).
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.start = body_offset(text)
+        self.read = self.start  # the links of text[:read] are known
+        self.starts: dict[str, list[int]] = {}  # concept -> link starts in text[:read]
+        self._whole = "]:" in text[self.start :]
+        self._lock = threading.Lock()
+
+    def first(self, concept: str) -> int | None:
+        """Where the first link to ``concept`` (normalised) starts, or None."""
+        with self._lock:
+            while True:
+                starts = self.starts.get(concept)
+                if starts:
+                    return starts[0]
+                beyond = self._next_named(concept, self.read)
+                if beyond is None:
+                    return None
+                self._read_to(beyond)
+
+    def all(self, concept: str) -> list[int]:
+        """Where every link to ``concept`` starts, in text order (the whole body read)."""
+        with self._lock:
+            if self.read < len(self.text):
+                self._read_to(len(self.text))
+            return list(self.starts.get(concept, ()))
+
+    def _next_named(self, concept: str, pos: int) -> int | None:
+        """The end of the first ``[[…]]`` from ``pos`` on that names ``concept``."""
+        text = self.text
+        for m in LINK_RE.finditer(text, max(pos, self.start)):
+            if make_link(text, m.start(), m.end(), False).concept == concept:
+                return m.end()
+        return None
+
+    def _read_to(self, end: int) -> None:
+        """Find the links up to the first blank line after ``end`` and at least twice as far
+        into the body as before (the whole body if it has a link reference)."""
+        text = self.text
+        cut = len(text)
+        if not self._whole:
+            at = max(end, self.start + 2 * (self.read - self.start))
+            blank = BLANK_LINE_RE.search(text, at)
+            if blank is not None:
+                cut = blank.end()
+        starts: dict[str, list[int]] = {}
+        for link in _find_links_from(text[:cut], self.start):
+            if link.concept:
+                starts.setdefault(link.concept, []).append(link.start)
+        self.starts, self.read = starts, cut
 
 
 @dataclass(frozen=True)
