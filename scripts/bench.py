@@ -606,6 +606,15 @@ def main() -> None:
         result["build_context_depth2_content"] = time_queries(
             lambda c: graph.build_context(c, depth=2, include_content=True), names
         )
+        from contextgraph.notes.preview import forget_notes
+
+        def fresh() -> None:  # what a CLI run starts with: no neighbourhood, no note read
+            Neighbourhoods._states.clear()
+            forget_notes()
+
+        result["build_context_depth2_content_first_call"] = time_queries(
+            lambda c: graph.build_context(c, depth=2, include_content=True), names, before=fresh
+        )
         with_siblings = [c for c in names if graph.build_context(c).community_siblings]
         result["concepts_with_siblings"] = len(with_siblings)
         from contextgraph.graph import communities
