@@ -106,7 +106,7 @@ class LinkIndex:
         self.start = body_offset(text)
         self.read = self.start  # the links of text[:read] are known
         self.starts: dict[str, list[int]] = {}  # concept -> link starts in text[:read]
-        self._whole = "]:" in text[self.start :]
+        self._whole = text.find("]:", self.start) >= 0
         self._lock = threading.Lock()
 
     def first(self, concept: str) -> int | None:
