@@ -205,9 +205,8 @@ class _Helping:
         helpers: int,
     ) -> None:
         self.jobs, self.futures, self.aid, self.helpers = jobs, futures, aid, helpers
-        self.taken: set[int] = set()  # the chunks handed to helpers
         self.running: list[Future[list[Prepared]]] = []  # the helpers' chunks not done yet
-        self.scanned = 0  # the chunks before it are taken, started or done: none to take
+        self.scanned = 0  # the chunks before it are a helper's, started or done: none to take
         self.start_up = 0.0  # how long the writer waited for the first chunk
         self.waited = 0.0  # how long it has waited for the others
 
@@ -241,15 +240,14 @@ class _Helping:
         futures = self.futures
         for j in range(max(first, self.scanned), len(futures)):
             self.scanned = j + 1
-            if j in self.taken or not futures[j].cancel():
-                continue  # a helper's already, or started (or done) in the pool: for good
+            if not futures[j].cancel():
+                continue  # started (or done) in the pool: for good
             start = j * CHUNK
             try:
                 futures[j] = self.aid.submit(_prepare_chunk, list(self.jobs[start : start + CHUNK]))
             except (BrokenProcessPool, OSError):
                 self.aid = None  # no helper can run: the chunk is left for _recover
                 return False
-            self.taken.add(j)
             self.running.append(futures[j])
             return True
         return False
