@@ -22,7 +22,9 @@ interpreted around the brackets.
 The block parse runs in parts (:func:`_parse`): a part starts where markdown-it has nothing
 open but possibly a fenced code block or an HTML block, which is checked. Parts the regex fast
 path is exact for, and parts without ``[[`` that cannot leave a block open, are not parsed, so a
-long note with one code span pays for the part that holds it.
+long note with one code span pays for the part that holds it. A part that is an outline (nested
+bullet lists of text, as Logseq writes) is read by :mod:`contextgraph.notes.outline` instead,
+which tells its paragraphs apart as markdown-it would.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from markdown_it.rules_inline import StateInline, backtick, html_inline, image
 from markdown_it.token import Token
 
 from contextgraph.notes.links import LINK_RE, Link, fast_path_ok, make_link, scan
+from contextgraph.notes.outline import outline_blocks
 
 _CODE = "contextgraph_code"  # env key: code span ranges, in the inline content's offsets
 _COMMENTS = "contextgraph_comments"  # env key: HTML comment ranges
@@ -218,11 +221,13 @@ def _parse(src: str, env: dict[str, Any]) -> list[tuple[int, list[Token]]]:
     open, markdown-it's parse of the whole ``src`` gives the same tokens, but for where a list
     that goes on at a part's start is closed. A part is not parsed when the regex fast path
     is exact for it (:func:`~contextgraph.links.fast_path_ok`) and it defines no link
-    reference: its lines are then scanned as written. A part that holds no ``[[`` is not
-    parsed when it cannot leave anything open (no fence marker, no line starting with ``<``,
-    no ``]:``). When a parse leaves a top-level fence or HTML block open at its end, the
-    tokens before that block stand, and the parse starts again at the block's first line
-    (where nothing else is open), taking in 2, 4, 8, ... more parts until the block ends.
+    reference: its lines are then scanned as written; nor when it is an outline
+    (:func:`~contextgraph.notes.outline.outline_blocks` gives its paragraphs). A part that
+    holds no ``[[`` is not parsed when it cannot leave anything open (no fence marker, no line
+    starting with ``<``, no ``]:``). When a parse leaves a top-level fence or HTML block open
+    at its end, the tokens before that block stand, and the parse starts again at the block's
+    first line (where nothing else is open), taking in 2, 4, 8, ... more parts until the block
+    ends.
     """
     out: list[tuple[int, list[Token]]] = []
     starts = _part_starts(src)
@@ -234,8 +239,13 @@ def _parse(src: str, env: dict[str, Any]) -> list[tuple[int, list[Token]]]:
         chunk = src[a:b]
         i += 1
         if "[[" in chunk:
-            if "]:" not in chunk and fast_path_ok(chunk, 0):
-                continue
+            if "]:" not in chunk:
+                if fast_path_ok(chunk, 0):
+                    continue
+                outline = outline_blocks(chunk)
+                if outline is not None:
+                    out.append((line, outline))
+                    continue
         elif not _CARRIES_RE.search(chunk):
             continue
         grow = 1
