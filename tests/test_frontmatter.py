@@ -17,6 +17,8 @@ TRICKY = [
     "0x1F", "0b101", "1_000", "1:20", "190:20:30", "1.5", "1e3", "1.0e+3", ".inf", ".NaN", "-1",
     "+1", "2023-01-01", "2023-02-30", "2023-1-1", "2023-01-01 10:00", "2023-01-01t10:00:00z",
     "Note 0", "a  b", "a, b", "x/y (z)", "=", "<<", "-", "a#b", "a #b", "'q'", "\"q\"",
+    "''", '""', "'a: b # c'", "'it''s'", "'x'y'", "'\\n'", '"\\n"', '"\\"', "'yes'", '"1.5"',
+    "'caf\u00e9'", "'a' # c", '"a"b"', "' x '",
 ]  # fmt: skip
 KEYS = ["title", "created", "on", "12", "Yes", "null", "a-b", "_x", "tags", "~", "1.5"]
 
@@ -52,15 +54,23 @@ def test_the_simple_mapping_equals_the_loader_wherever_it_applies(lines: list[st
 
 
 def test_the_common_frontmatter_takes_the_simple_path() -> None:
-    source = "title: Note 7\ncreated: 2023-05-06\ncount: 12\nempty:\n"
+    source = (
+        "title: Note 7\ncreated: 2023-05-06\ncount: 12\nempty:\n"
+        "desc: ''\nq: \"1: #x\"\nstub: false\ndraft: Yes\n"
+    )
     assert _simple_mapping(source) == {
         "title": "Note 7",
         "created": date(2023, 5, 6),
         "count": 12,
         "empty": None,
+        "desc": "",  # Dendron's
+        "q": "1: #x",
+        "stub": False,  # YAML 1.1's bools, as the loader reads them
+        "draft": True,
     }
-    for other in ("title: yes\n", "title: 1.5\n", "on: x\n", "title: a: b\n", "  title: x\n",
-                  "title: x\r\n", "created: 2023-02-30\n", "tags: [a]\n", "title: x"):  # fmt: skip
+    for other in ("title: null\n", "title: 1.5\n", "on: x\n", "title: a: b\n", "  title: x\n",
+                  "title: x\r\n", "created: 2023-02-30\n", "tags: [a]\n", "title: x",
+                  "t: 'it''s'\n", "t: \"a\\\\tb\"\n", "t: 'caf\u00e9'\n"):  # fmt: skip
         assert _simple_mapping(other) is None, other
 
 
@@ -71,6 +81,7 @@ def test_read_frontmatter_is_unchanged_by_the_simple_path(monkeypatch: Any) -> N
         "---\ntitle: x\ncreated: 2023-02-30\n---\n",
         "---\ntitle: Note\ncreated: soon\n---\n",
         "---\ntitle:\ncreated:\n---\n",
+        "---\nid: b0fe6ef7\ntitle: 'Dendron: M'\ndesc: ''\nupdated: 1660951930114\n---\n",
     ]
     fast = [read_frontmatter(n) for n in notes]
     monkeypatch.setattr(frontmatter, "_simple_mapping", lambda source: None)

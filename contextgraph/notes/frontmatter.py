@@ -38,14 +38,18 @@ except AttributeError:  # PyYAML built without libyaml
 
 # One line of the frontmatter the parser is not needed for: ``key: value`` at column 0, the
 # value a one-line plain scalar of ASCII words (no indicator first, no ``:``, ``#``, quote or
-# tab anywhere), or nothing. Anything else sends the whole block to the YAML loader.
+# tab anywhere), a one-line quoted string of printable ASCII without quote or backslash
+# inside (``desc: ''``, as Dendron writes every note), or nothing. Anything else sends the
+# whole block to the YAML loader.
 _SIMPLE_LINE_RE = re.compile(
-    r"([A-Za-z_][A-Za-z0-9_-]*):(?:[ ]+([A-Za-z0-9][A-Za-z0-9 ._/()+,-]*?))?[ ]*"
+    r"([A-Za-z_][A-Za-z0-9_-]*):(?:[ ]+(?:([A-Za-z0-9][A-Za-z0-9 ._/()+,-]*?)"
+    r"|'([ !#-&(-\[\]-~]*)'|\"([ !#-\[\]-~]*)\"))?[ ]*"
 )
 _SIMPLE_DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _SIMPLE_INT_RE = re.compile(r"0|[1-9][0-9]*")
 _STR_TAG = "tag:yaml.org,2002:str"
 _INT_TAG = "tag:yaml.org,2002:int"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _RESOLVER: Any = yaml.resolver.Resolver()
 _SCALARS: dict[str, tuple[bool, Any]] = {}  # plain scalar -> what _simple_scalar says
@@ -113,7 +117,8 @@ def load_yaml(source: str) -> Any:
 
 
 def _simple_scalar(text: str) -> tuple[bool, Any]:
-    """(True, value) when the plain scalar ``text`` is a str, a decimal int or a date; else False.
+    """(True, value) when the plain scalar ``text`` is a str, a decimal int, a bool or a date;
+    else False.
 
     The tag comes from PyYAML's resolver (the one its loaders use), so a word the loader takes
     for a bool, a null or a float is never read as a string here. Answers are remembered (a
@@ -133,6 +138,8 @@ def _resolve_scalar(text: str) -> tuple[bool, Any]:
         return True, text
     if tag == _INT_TAG and _SIMPLE_INT_RE.fullmatch(text):
         return True, int(text)
+    if tag == _BOOL_TAG:  # YAML 1.1's yes/no/on/off/true/false, as the loader reads them
+        return True, yaml.constructor.SafeConstructor.bool_values[text.lower()]
     if tag == _TIMESTAMP_TAG and _SIMPLE_DATE_RE.fullmatch(text):
         try:
             return True, date(int(text[:4]), int(text[5:7]), int(text[8:10]))
@@ -154,9 +161,13 @@ def _simple_mapping(source: str) -> dict[str, Any] | None:
         match = _SIMPLE_LINE_RE.fullmatch(line)
         if match is None:
             return None
-        key, raw = match.groups()
+        key, raw, single, double = match.groups()
         if _simple_scalar(key) != (True, key):  # a key such as ``on`` or ``12`` is no string
             return None
+        quoted = single if single is not None else double
+        if quoted is not None:  # a quoted scalar is a string, as written
+            data[key] = quoted
+            continue
         if raw is None:
             data[key] = None
             continue
