@@ -247,6 +247,25 @@ def test_a_sync_that_changes_nothing_is_answered_and_one_with_work_is_handed_bac
     assert last == f"stopped after {served} queries"
 
 
+def test_a_sync_that_only_reads_notes_failing_at_every_sync_is_answered(
+    server: Server, synced: Path, vault: Path, write: Writer
+) -> None:
+    """A binary note is never stored, so every sync reads it again and writes nothing for
+    it: the server answers such a sync (as the client's standard-library check would), and
+    hands back one whose new file would be stored."""
+    (vault / "binary.md").write_bytes(b"[[Alpha]]\0\0\0")
+    assert run_here(synced, "sync")[0] == 0  # stores nothing for it: it fails
+    for args in (("sync", "--json"), ("sync",)):
+        answer = run(synced, *args)
+        assert _timeless(answer) == _timeless(run_here(synced, *args))
+    assert json.loads(run(synced, "sync", "--json")[1])["files"]["failed"] == 1
+    write("e.md", "[[Alpha]] and [[Zeta]].")  # would be stored: the client syncs it
+    code, out, _err = run(synced, "sync", "--json")
+    assert code == 0 and json.loads(out)["files"]["added"] == 1
+    _code, last = server.stop()
+    assert last == "stopped after 3 queries"
+
+
 def test_commands_that_write_and_help_run_in_the_client(
     server: Server, synced: Path, vault: Path, write: Writer
 ) -> None:

@@ -17,6 +17,7 @@ from contextgraph import ContextGraph, Settings, SyncInProgress
 from contextgraph.store import db
 from contextgraph.sync import ingest
 from contextgraph.sync.run import lock_database
+from contextgraph.sync.unchanged import MAX_READS
 
 pytestmark = pytest.mark.engines("sqlite", "postgresql")
 
@@ -387,7 +388,7 @@ def test_a_sync_refusing_writes_answers_when_nothing_changed_and_stops_before_an
     write("b.md", "[[Beta]] and [[Gamma]]\n")
     with nowrite.refusing() as refusal, pytest.raises(nowrite.WouldWrite):
         store.sync()
-    assert refusal.stopped == "read changed files"
+    assert refusal.stopped == "write"  # a few new files are read: this one would be stored
     other = vault.parent / "other"
     write("c.md", "[[Alpha]]\n", root=other)
     with nowrite.refusing() as refusal, pytest.raises(nowrite.WouldWrite):
@@ -401,10 +402,19 @@ def test_a_sync_refusing_writes_answers_when_nothing_changed_and_stops_before_an
     assert refusal.stopped == "wait for another sync"
     with nowrite.refusing() as refusal, pytest.raises(nowrite.WouldWrite):
         store.sync([vault])  # a known folder registers nothing, but b.md is new
+    assert refusal.stopped == "write"
+    for i in range(MAX_READS):
+        write(f"new{i}.md", "[[Alpha]]\n")
+    with nowrite.refusing() as refusal, pytest.raises(nowrite.WouldWrite):
+        store.sync([vault])  # more new files than a refusing sync reads
     assert refusal.stopped == "read changed files"
     assert snapshot(store) == before  # nothing was written
     assert not nowrite.active()
-    assert store.sync([vault]).added == 1
+    assert store.sync([vault]).added == 1 + MAX_READS
     with nowrite.refusing() as refusal:
-        assert store.sync([vault]).unchanged == 2
+        assert store.sync([vault]).unchanged == 2 + MAX_READS
     assert refusal.stopped is None
+    write("a.md", "[[Alpha]] and [[Beta]], edited\n")
+    with nowrite.refusing() as refusal, pytest.raises(nowrite.WouldWrite):
+        store.sync()
+    assert refusal.stopped == "read changed files"  # a stored file changed: not read here

@@ -48,6 +48,7 @@ from contextgraph.sync.lock import database_files, sync_lock
 from contextgraph.sync.report import Problem, SyncReport
 from contextgraph.sync.scan import ScannedFile, pick, scan
 from contextgraph.sync.starting import refuse_while_starting
+from contextgraph.sync.unchanged import MAX_READS
 
 if TYPE_CHECKING:
     from contextgraph.sync.ingest import Job, Prepared
@@ -348,7 +349,7 @@ def _reconcile(
     report.unchanged += len(files) - len(jobs)
     present = {f.path for f in files}
     gone = {p: existing[p] for p in sorted(existing.keys() - present)}
-    if jobs or gone:
+    if gone or (jobs and not _may_read_refusing(jobs, existing)):
         nowrite.check("read changed files")
     by_hash: dict[tuple[str, str], list[Existing]] = defaultdict(list)
     for path in sorted(gone):
@@ -393,6 +394,21 @@ def _reconcile(
         flush()
     report.phases["files"] = report.phases.get("files", 0.0) + time.perf_counter() - t
     return deferred
+
+
+def _may_read_refusing(jobs: list[Job], existing: dict[str, Existing]) -> bool:
+    """Whether a sync that refuses every write (a resident server's) may still read ``jobs``.
+
+    It may when they are a few files the store lacks (at most
+    :data:`~contextgraph.sync.unchanged.MAX_READS`, as the standard-library check reads):
+    a note that fails at every sync (a binary ``.md``) is never stored, so every sync reads it
+    again and writes nothing for it. Any that would be stored stops the sync at its write.
+    """
+    return (
+        nowrite.active()
+        and len(jobs) <= MAX_READS
+        and not any(job.path in existing for job in jobs)
+    )
 
 
 def _jobs(
