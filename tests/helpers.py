@@ -48,15 +48,21 @@ def kill_sync_mid_way(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+    def stored() -> int:
+        conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(conn.execute("SELECT count(*) FROM files").fetchone()[0])
+        finally:
+            conn.close()
+
     committed = 0
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         if database.exists():
             try:
-                conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)
-                committed = conn.execute("SELECT count(*) FROM files").fetchone()[0]
-                conn.close()
-            except sqlite3.Error:
+                committed = stored()
+            except sqlite3.Error:  # not created yet
                 committed = 0
             if committed >= after:
                 break
@@ -64,12 +70,10 @@ def kill_sync_mid_way(
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     if committed:  # a batch may have committed between the count and the kill
-        conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)
-        committed = conn.execute("SELECT count(*) FROM files").fetchone()[0]
-        conn.close()
+        committed = stored()
     if not 0 < committed < files:
         pytest.skip(f"the kill did not land mid-sync ({committed} files committed)")
-    return int(committed)
+    return committed
 
 
 def write_numbered_notes(root: Path, count: int, tag: str = "") -> None:
