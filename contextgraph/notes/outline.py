@@ -43,7 +43,6 @@ import re
 
 from markdown_it.token import Token
 
-_INDENT_RE = re.compile(r"[ \t]*")
 _HEADING_RE = re.compile(r"#{1,6}(?:[ \t]|$)")
 # What opens a block where a line's text starts, but a heading: an ordered list item, a
 # thematic break or setext underline, a fence; and a bullet item, HTML or a block quote, whose
@@ -93,8 +92,9 @@ def outline_blocks(chunk: str) -> list[Token] | None:
     paragraphs: list[tuple[int, list[str]]] = []  # (first line, pieces)
     open_ = False  # whether the last paragraph is open
     for number, line in enumerate(lines):
-        indent = _INDENT_RE.match(line).group()  # type: ignore[union-attr]  # always matches
-        rest = line[len(indent) :].rstrip()
+        body = line.lstrip(" \t")
+        indent = line[: len(line) - len(body)]
+        rest = body.rstrip()
         if not rest:
             return None  # a blank line inside the part
         width = _width(indent)
