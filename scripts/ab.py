@@ -4,6 +4,7 @@
     python scripts/ab.py --base eccd22f --cold VAULT                 # a first sync, 8 pairs
     python scripts/ab.py --base eccd22f --db-from VAULT -- context "Topic 3"
     python scripts/ab.py --base ../other-checkout --db-from VAULT --runs 12 -- sync
+    python scripts/ab.py --base d4694d4 --first-call VAULT --runs 3    # first BuildContext
 
 A shared machine's speed drifts by a third within minutes, so a figure of one tree measured
 after the other's says little about the change between them. Here each pair runs both trees
@@ -17,7 +18,10 @@ report times.
 folder holding a ``contextgraph`` package; ``--new`` is this checkout unless given. With
 ``--cold VAULT`` every run is ``sync VAULT`` into a new database; with ``--db-from VAULT`` each
 tree first syncs VAULT into a database of its own (untimed), and the command after ``--`` runs
-on it. VAULT may name several folders, comma-separated: one sync of them all. The runs start
+on it. With ``--first-call VAULT`` each tree syncs VAULT the same way, then each run is
+``scripts/bench.py --only first-call`` (the first depth-2 BuildContext of 100 concepts, cache
+emptied before each, best CPU time of ``--passes``): the figures are its p50 and p95 in ms.
+VAULT may name several folders, comma-separated: one sync of them all. The runs start
 in the folder of the databases (the working folder comes first on a child's ``sys.path``):
 give the command absolute paths. Nothing here asserts: it measures.
 """
@@ -132,6 +136,58 @@ def compare(
     }
 
 
+def first_call_once(tree: Path, db: Path, passes: int) -> dict[str, float]:
+    """One fresh process of ``bench.py --only first-call`` on ``tree``: p50 and p95 (ms) of the
+    first BuildContext's best CPU time."""
+    argv = [
+        sys.executable,
+        str(Path(__file__).resolve().parent / "bench.py"),
+        "--only",
+        "first-call",
+        "--db-file",
+        str(db),
+        "--queries",
+        "100",
+        "--first-call-passes",
+        str(passes),
+    ]
+    done = subprocess.run(
+        argv, env=tree_env(tree, db), cwd=db.parent, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"ab.py: the first-call bench failed in {tree}:\n{done.stderr[-2000:]}")
+    best = json.loads(done.stdout)["build_context_depth2_first_call_cpu_best"]
+    return {"p50_ms": best["p50_ms"], "p95_ms": best["p95_ms"]}
+
+
+def compare_first_calls(
+    trees: dict[str, Path], databases: dict[str, Path], runs: int, passes: int
+) -> dict[str, Any]:
+    """``runs`` ABBA pairs of the first-call bench, each tree on its own database."""
+    results: dict[str, list[dict[str, float]]] = {side: [] for side in trees}
+    for k in range(runs):
+        for side in ["base", "new"] if k % 2 == 0 else ["new", "base"]:
+            results[side].append(first_call_once(trees[side], databases[side], passes))
+
+    def medians(side: str) -> dict[str, Any]:
+        return {
+            f"{q}_median_ms": round(statistics.median(r[f"{q}_ms"] for r in results[side]), 3)
+            for q in ("p50", "p95")
+        } | {"runs": results[side]}
+
+    pairs = zip(results["base"], results["new"], strict=True)
+    paired = [n["p50_ms"] - b["p50_ms"] for b, n in pairs]
+    return {
+        "command": "first BuildContext, depth 2 (bench.py --only first-call), CPU ms",
+        "pairs": runs,
+        "passes": passes,
+        "base": medians("base"),
+        "new": medians("new"),
+        "paired_p50_difference_median_ms": round(statistics.median(paired), 3),
+        "new_faster_pairs": sum(1 for d in paired if d < 0),
+    }
+
+
 def folders(vaults: str) -> list[str]:
     """The absolute paths of comma-separated folders (a run starts in another folder)."""
     return [str(Path(p).resolve()) for p in vaults.split(",") if p]
@@ -145,13 +201,19 @@ def main() -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--cold", help="time `sync VAULT[,VAULT...]` into a new database")
     source.add_argument("--db-from", help="sync VAULT[,VAULT...] first (untimed), then time")
+    source.add_argument(
+        "--first-call", help="sync VAULT[,VAULT...] first (untimed), then time first BuildContexts"
+    )
+    parser.add_argument(
+        "--passes", type=int, default=3, help="with --first-call: passes per run (default 3)"
+    )
     parser.add_argument("--workdir", type=Path, help="keep the databases here")
     parser.add_argument("command", nargs="*", help="the contextgraph command, after --")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
-    if args.cold is not None and args.command:
-        parser.error("--cold times `sync VAULT` itself: give no command")
+    if (args.cold is not None or args.first_call is not None) and args.command:
+        parser.error("--cold and --first-call time their own work: give no command")
     if args.db_from is not None and not args.command:
         parser.error("--db-from needs the command to time, after --")
     work = args.workdir or Path(tempfile.mkdtemp(prefix="contextgraph-ab-"))
@@ -182,9 +244,12 @@ def main() -> None:
             command = list(args.command)
             for side, tree in trees.items():
                 remove_database(databases[side])
-                sync = ["sync", *folders(args.db_from)]
+                sync = ["sync", *folders(args.db_from or args.first_call)]
                 run_once(tree, databases[side], sync, phases=False)
-        result = compare(trees, databases, command, args.runs, cold=args.cold is not None)
+        if args.first_call is not None:
+            result = compare_first_calls(trees, databases, args.runs, args.passes)
+        else:
+            result = compare(trees, databases, command, args.runs, cold=args.cold is not None)
         result["trees"] = {side: str(tree) for side, tree in trees.items()}
         if worktree is not None:
             result["base_revision"] = args.base

@@ -5,6 +5,7 @@
     python scripts/bench.py --notes 10000 --runs 3 --db postgresql://user@host/bench
     python scripts/bench.py --only cli --db-file DB [--vault FOLDER]   # CLI walls only (a minute)
     python scripts/bench.py --vault A,B --first-call-passes 5   # + first BuildContext, best CPU
+    python scripts/bench.py --only first-call --db-file DB --first-call-passes 3
 
 With ``--db`` every run uses that PostgreSQL database, emptied first (use a throwaway one);
 by default each run gets a fresh SQLite file in the workdir.
@@ -18,6 +19,10 @@ existing database (``--db-file``; with ``--vault`` a missing one is synced first
 change to start-up or imports can be measured in a minute. Each ``cli_wall`` command also
 reports ``imports_s``: what ``python -X importtime`` says its imports cost (median over
 ``--import-runs`` processes), split into SQLAlchemy, contextgraph, click and the rest.
+
+``--only first-call`` times only the first depth-2 BuildContext of ``--queries`` concepts on
+an existing database (``--db-file``), with the public API alone, so it also runs against older
+trees (``scripts/ab.py --first-call``).
 """
 
 from __future__ import annotations
@@ -330,6 +335,45 @@ def bench_cli_only(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def first_calls(graph: Any, names: list[str], passes: int) -> dict[str, Any]:
+    """What a CLI run always is: the first BuildContext of a concept (depth 2), nothing cached.
+
+    The process's neighbourhood cache is emptied before every call (untimed). With ``passes``,
+    the same again as CPU time, each concept's best of that many passes: on a shared machine
+    one wall-clock pass moves with the load, the best CPU time repeats.
+    """
+    try:
+        from contextgraph.graph.neighbourhood import Neighbourhoods
+    except ImportError:  # a tree from before the graph package (ab.py --first-call)
+        from contextgraph.neighbourhood import Neighbourhoods  # type: ignore[no-redef]
+
+    def call(concept: str) -> None:
+        graph.build_context(concept, depth=2)
+
+    empty = Neighbourhoods._states.clear
+    out: dict[str, Any] = {"build_context_depth2_first_call": time_queries(call, names, empty)}
+    if passes > 0:
+        out["build_context_depth2_first_call_cpu_best"] = {
+            "passes": passes,
+            **time_queries(call, names, empty, passes=passes, clock=time.process_time),
+        }
+    return out
+
+
+def bench_first_call_only(args: argparse.Namespace) -> dict[str, Any]:
+    """``--only first-call``: first BuildContext latencies alone, on an existing database.
+
+    Only the public ``ContextGraph`` API and the neighbourhood cache are used, so the package
+    on ``PYTHONPATH`` may be an older tree (``scripts/ab.py --first-call`` compares two)."""
+    from contextgraph import ContextGraph
+
+    if args.db_file is None or not args.db_file.exists():
+        raise SystemExit("--only first-call needs --db-file PATH, an existing database")
+    with ContextGraph.open(args.db_file) as graph:
+        names = sample_concepts(graph, args.queries)
+        return {"queries": len(names), **first_calls(graph, names, args.first_call_passes)}
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
@@ -340,9 +384,10 @@ def sample_concepts(graph: Any, count: int) -> list[str]:
     """Pick ``count`` concepts spread evenly over the degree ranking (hubs to leaves)."""
     from sqlalchemy import text
 
-    from contextgraph.store import db
-
-    with db.read(graph.engine) as conn:
+    # The engine's own connection, not the store's helpers: ``--only first-call`` runs this
+    # with older trees too (``scripts/ab.py --first-call``), whose modules are laid out
+    # otherwise.
+    with graph.engine.connect() as conn:
         rows = conn.execute(
             text(
                 "SELECT e.name, (SELECT count(*) FROM concept_relations r "
@@ -486,10 +531,13 @@ def main() -> None:
         "--edges", type=int, default=0, help="also time communities on a synthetic N-edge graph"
     )
     parser.add_argument(
-        "--only", choices=("cli",), default=None, help="cli: only the CLI timings (cli_wall)"
+        "--only",
+        choices=("cli", "first-call"),
+        default=None,
+        help="cli: only the CLI timings (cli_wall); first-call: only the first BuildContext",
     )
     parser.add_argument(
-        "--db-file", type=Path, default=None, help="with --only cli: the SQLite database to use"
+        "--db-file", type=Path, default=None, help="with --only: the SQLite database to use"
     )
     parser.add_argument(
         "--first-call-passes",
@@ -506,6 +554,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.only == "cli":
         print(json.dumps(bench_cli_only(args), indent=2))
+        return
+    if args.only == "first-call":
+        print(json.dumps(bench_first_call_only(args), indent=2))
         return
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="cg-bench-"))
@@ -575,24 +626,7 @@ def main() -> None:
     with ContextGraph.open(db_file) as graph:
         result["db_bytes"] = graph.stats().database_bytes
         names = sample_concepts(graph, args.queries)
-        # What a CLI run always is: the first BuildContext of a concept, nothing cached (the
-        # process's neighbourhood cache is emptied before every call, untimed).
-        result["build_context_depth2_first_call"] = time_queries(
-            lambda c: graph.build_context(c, depth=2), names, before=Neighbourhoods._states.clear
-        )
-        if args.first_call_passes > 0:
-            # The same, as CPU time, each concept's best of several passes: on a shared
-            # machine one wall-clock pass moves with the load, the best CPU time repeats.
-            result["build_context_depth2_first_call_cpu_best"] = {
-                "passes": args.first_call_passes,
-                **time_queries(
-                    lambda c: graph.build_context(c, depth=2),
-                    names,
-                    before=Neighbourhoods._states.clear,
-                    passes=args.first_call_passes,
-                    clock=time.process_time,
-                ),
-            }
+        result.update(first_calls(graph, names, args.first_call_passes))
         # First pass: every concept's neighbourhood is read from SQLite for the first time.
         # Second pass: the same questions again, answered with the process's neighbourhood
         # cache (as a long-running MCP server or library user would).

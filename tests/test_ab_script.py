@@ -40,6 +40,20 @@ def test_a_query_runs_on_each_trees_own_database(tmp_path: Path) -> None:
     assert abs(result["paired_difference_median_s"] - one_pair) <= 0.002  # each rounded apart
 
 
+def test_first_calls_are_timed_on_each_trees_own_database(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    write_topic_notes(vault, 12)
+    argv = ["--base", str(REPO), "--first-call", str(vault), "--runs", "2", "--passes", "1"]
+    result = run_script("ab", *argv, "--workdir", str(tmp_path))
+    assert result["pairs"] == 2 and result["passes"] == 1
+    for side in ("base", "new"):
+        runs = result[side]["runs"]
+        assert len(runs) == 2
+        assert all(0 < run["p50_ms"] <= run["p95_ms"] for run in runs)
+        assert result[side]["p50_median_ms"] == round(sum(r["p50_ms"] for r in runs) / 2, 3)
+    assert 0 <= result["new_faster_pairs"] <= 2
+
+
 def test_a_base_that_is_neither_a_tree_nor_a_revision_is_one_line(tmp_path: Path) -> None:
     script = str(REPO / "scripts" / "ab.py")
     argv = ["--base", "no-such-revision-xyz", "--cold", str(tmp_path), "--workdir", str(tmp_path)]
