@@ -212,6 +212,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
+    if args.passes < 1:
+        parser.error("--passes must be at least 1")
     if (args.cold is not None or args.first_call is not None) and args.command:
         parser.error("--cold and --first-call time their own work: give no command")
     if args.db_from is not None and not args.command:
