@@ -111,18 +111,22 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def abba(runs: int) -> list[str]:
+    """The sides in the order ``runs`` pairs take them: base first in even pairs, new first in
+    odd ones (ABBA), so neither tree always runs on the heels of the other."""
+    return [side for k in range(runs) for side in (("base", "new"), ("new", "base"))[k % 2]]
+
+
 def compare(
     trees: dict[str, Path], databases: dict[str, Path], args: list[str], runs: int, cold: bool
 ) -> dict[str, Any]:
     """``runs`` ABBA pairs of ``args``, each tree on its own database."""
     phases = args[0] == "sync"
     results: dict[str, list[dict[str, Any]]] = {side: [] for side in trees}
-    for k in range(runs):
-        order = ["base", "new"] if k % 2 == 0 else ["new", "base"]
-        for side in order:
-            if cold:
-                remove_database(databases[side])
-            results[side].append(run_once(trees[side], databases[side], args, phases))
+    for side in abba(runs):
+        if cold:
+            remove_database(databases[side])
+        results[side].append(run_once(trees[side], databases[side], args, phases))
     paired = [
         n["wall_s"] - b["wall_s"] for b, n in zip(results["base"], results["new"], strict=True)
     ]
@@ -165,9 +169,8 @@ def compare_first_calls(
 ) -> dict[str, Any]:
     """``runs`` ABBA pairs of the first-call bench, each tree on its own database."""
     results: dict[str, list[dict[str, float]]] = {side: [] for side in trees}
-    for k in range(runs):
-        for side in ["base", "new"] if k % 2 == 0 else ["new", "base"]:
-            results[side].append(first_call_once(trees[side], databases[side], passes))
+    for side in abba(runs):
+        results[side].append(first_call_once(trees[side], databases[side], passes))
 
     def medians(side: str) -> dict[str, Any]:
         return {
