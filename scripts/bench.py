@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 WORDS = """
     alpha beta gamma delta graph vector index query cache store model layer token stream
@@ -101,10 +101,20 @@ def compile_package() -> None:
     compileall.compile_dir(Path(contextgraph.__file__).parent, quiet=1)
 
 
-def run_cli(db: Path | str, *args: str) -> tuple[float, dict[str, Any], int]:
-    """Run the CLI in a fresh process; return (wall seconds, JSON output, child max RSS KiB)."""
+class CliRun(NamedTuple):
+    """One CLI process: its wall seconds, JSON output, peak RSS (KiB, the largest of any
+    process waited for so far) and CPU seconds (user + sys, with its worker processes)."""
+
+    wall: float
+    output: dict[str, Any]
+    rss_kib: int
+    cpu: float
+
+
+def run_cli(db: Path | str, *args: str) -> CliRun:
+    """Run the CLI in a fresh process and wait for it."""
     env = child_env(db)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-m", "contextgraph", *args, "--json"],
@@ -114,8 +124,10 @@ def run_cli(db: Path | str, *args: str) -> tuple[float, dict[str, Any], int]:
         text=True,
     )
     wall = time.perf_counter() - t
-    rss = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    return wall, json.loads(out.stdout), rss
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # A child's rusage counts its own children (the sync's workers) once it has waited for them.
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return CliRun(wall, json.loads(out.stdout), max(before.ru_maxrss, after.ru_maxrss), cpu)
 
 
 def cli_wall(db: Path, args: list[str], runs: int) -> dict[str, Any]:
@@ -321,8 +333,8 @@ def bench_cli_only(args: argparse.Namespace) -> dict[str, Any]:
     if not db_file.exists():
         if args.vault is None:
             raise SystemExit(f"no database at {db_file}: give --vault FOLDER to sync one first")
-        wall, _, _ = run_cli(db_file, "sync", *(p for p in args.vault.split(",") if p))
-        result["cold_sync_s"] = round(wall, 3)  # one run, for the record only
+        synced = run_cli(db_file, "sync", *(p for p in args.vault.split(",") if p))
+        result["cold_sync_s"] = round(synced.wall, 3)  # one run, for the record only
     with ContextGraph.open(db_file, create=False) as graph:
         result["db_bytes"] = graph.stats().database_bytes
         names = sample_concepts(graph, args.queries)
@@ -575,7 +587,7 @@ def main() -> None:
     result["engine"] = "postgresql" if args.db else "sqlite"
 
     compile_package()
-    cold, noop, one = [], [], []
+    cold, cold_cpu, noop, one = [], [], [], []
     phases: list[dict[str, float]] = []  # each cold sync's own, to tell an outlier's phase
     report: dict[str, Any] = {}
     rss = 0
@@ -587,19 +599,19 @@ def main() -> None:
         for suffix in ("", "-wal", "-shm"):
             if not args.db:
                 Path(f"{db_file}{suffix}").unlink(missing_ok=True)
-        wall, report, rss = run_cli(db_file, "sync", *map(str, folders))
-        cold.append(wall)
+        synced = run_cli(db_file, "sync", *map(str, folders))
+        report, rss = synced.output, synced.rss_kib
+        cold.append(synced.wall)
+        cold_cpu.append(synced.cpu)
         phases.append({k: round(v, 3) for k, v in report.get("seconds", {}).items()})
-        wall, _, _ = run_cli(db_file, "sync")
-        noop.append(wall)
+        noop.append(run_cli(db_file, "sync").wall)
         if args.vault is not None:
             continue  # never edit a folder we did not generate
         vault = folders[0]
         target = vault / next(iter(sorted(p.relative_to(vault) for p in vault.rglob("*.md"))))
         with target.open("a", encoding="utf-8") as handle:
             handle.write(f"\nEdited in run {run}: see [[Bench Edit {run}]].\n")
-        wall, _, _ = run_cli(db_file, "sync")
-        one.append(wall)
+        one.append(run_cli(db_file, "sync").wall)
     db_file = args.db or work / f"bench-{args.runs - 1}.db"
     floor = read_hash_regex_floor(folders)
     result.update(
@@ -608,6 +620,13 @@ def main() -> None:
             "read_hash_regex_floor_s": round(floor, 3),
             "cold_sync_over_floor": round(statistics.median(cold) / floor, 1),
             "cold_sync_runs_s": [round(x, 3) for x in cold],
+            # CPU of the sync and its workers, and the cores it kept busy on average (CPU /
+            # wall): at os.cpu_count() the sync is bound by its CPU, not by waiting.
+            "cold_sync_cpu_s": round(statistics.median(cold_cpu), 3),
+            "cold_sync_busy_cores": round(
+                statistics.median(c / w for c, w in zip(cold_cpu, cold, strict=True)), 2
+            ),
+            "cores": os.cpu_count(),
             "nochange_resync_s": round(statistics.median(noop), 3),
             "one_file_resync_s": round(statistics.median(one), 3) if one else None,
             "sync_peak_rss_mb": round(rss / 1024, 1),
