@@ -39,7 +39,8 @@ class Settings:
     # so a cold load of bench.py's 13,415 notes costs ~1 s less CPU in 500-file batches than in
     # 200-file ones, while a batch still holds the write lock for ~0.1-0.25 s of CPU.
     batch_files: int = 500
-    workers: int = 0  # 0 = a worker per core but one (max 4) + a helper (run.pool_size); 1 = none
+    # 0 = a worker per core but one (max 4) + a helper (extraction.pool_size); 1 = none
+    workers: int = 0
     # Recency decay (SPEC §4).
     decay_model: str = "power-law"
     grace_days: float = 28.0

@@ -105,3 +105,21 @@ def test_links_are_followed_only_inside_the_source_and_loops_end(tmp_path: Path)
     assert "out/secret.md" not in paths
     # The one real folder is walked once, under whichever of its two names comes first.
     assert len(paths) == 1 and next(iter(paths)) in ("inner/n.md", "again/n.md")
+
+
+def test_once_found_is_called_once_when_the_walk_has_found_that_many_files(
+    tmp_path: Path,
+) -> None:
+    for folder in ("a", "b", "c"):
+        (tmp_path / folder).mkdir()
+        for i in range(3):
+            (tmp_path / folder / f"n{i}.md").write_text("[[x]]", encoding="utf-8")
+    seen: list[int] = []
+    result = scan(tmp_path, once_found=(4, lambda: seen.append(len(seen))))
+    assert seen == [0]  # once, though 5 and 6 files were found after it too
+    assert len(result.files) == 9  # and the walk went on to the end
+    assert scan(tmp_path) == result  # the same listing as without
+
+    never: list[int] = []
+    scan(tmp_path, once_found=(10, lambda: never.append(1)))
+    assert never == []

@@ -268,14 +268,14 @@ def test_small_batches_give_the_same_store(
 def test_process_pool_extraction_gives_the_same_store(
     new_db: DbFactory, tmp_path: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from contextgraph.sync import run as sync_module
+    from contextgraph.sync import extraction
 
     vault = tmp_path / "v"
     for i in range(40):
         write(f"d{i % 3}/n{i}.md", f"[[C{i % 7}]] [[C{(i * 3) % 11}]] [[Hub]]", root=vault)
     inline = ContextGraph.open(new_db("inline"), settings=Settings(workers=1))
     inline.sync([vault])
-    monkeypatch.setattr(sync_module, "POOL_THRESHOLD", 1)
+    monkeypatch.setattr(extraction, "POOL_THRESHOLD", 1)
     pooled = ContextGraph.open(new_db("pooled"), settings=Settings(workers=2))
     pooled.sync([vault])
     assert snapshot(inline) == snapshot(pooled)

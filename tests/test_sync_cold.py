@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from contextgraph import ContextGraph, Settings
 from contextgraph.errors import DatabaseError
 from contextgraph.store import checkpoint, db, meta
-from contextgraph.sync import coldload, run
+from contextgraph.sync import coldload, extraction, run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -285,9 +285,10 @@ def test_only_a_cold_load_writes_without_foreign_key_checks(
 
 def test_a_sync_leaves_the_writing_process_a_core() -> None:
     # (workers, background helpers): the writer keeps a core; one core extracts in-process
-    sizes = [run.pool_size(0, cores) for cores in (1, 2, 3, 4, 5, 8, 64)]
+    sizes = [extraction.pool_size(0, cores) for cores in (1, 2, 3, 4, 5, 8, 64)]
     assert sizes == [(0, 0), (1, 1), (2, 1), (3, 1), (4, 1), (4, 1), (4, 1)]
-    assert [run.pool_size(workers, 2) for workers in (1, 2, 6)] == [(0, 0), (2, 0), (6, 0)]  # set
+    set_ = [extraction.pool_size(workers, 2) for workers in (1, 2, 6)]
+    assert set_ == [(0, 0), (2, 0), (6, 0)]  # the setting
 
 
 def _fresh_schema(tmp_path: Path) -> list[tuple[str, str, str]]:

@@ -90,6 +90,53 @@ def _sync_in_a_child(database: str, vault: str) -> None:
         graph.sync([vault])
 
 
+def test_a_cold_load_starts_its_workers_while_it_scans(tmp_path: Path) -> None:
+    """Into an empty store every file found is read: the pool starts once the scan has found
+    enough files for one, before the scan ends; a later sync of as many changed files starts
+    its pool as before, when its jobs are known. The store is the same either way."""
+    vault = _vault(tmp_path / "vault")
+    log = tmp_path / "events.log"
+    site = _site(
+        tmp_path / "site",
+        f"""
+        import contextgraph.sync.scan as scan_module
+        import contextgraph.sync.workers as workers
+
+        def log(event):
+            with open({str(log)!r}, "a", encoding="utf-8") as out:
+                out.write(event + "\\n")
+
+        _scan, _started = scan_module.scan, workers.started_pool
+
+        def scan(*args, **kwargs):
+            result = _scan(*args, **kwargs)
+            log("scanned")
+            return result
+
+        def started_pool(count):
+            log("pool started early")
+            return _started(count)
+
+        scan_module.scan, workers.started_pool = scan, started_pool
+        import contextgraph.sync.run as run  # after the patches: it takes scan by name
+        run.scan = scan
+        """,
+    )
+    first = _cli_sync(tmp_path / "g.db", vault, site)
+    assert first["files"]["added"] == FILES
+    assert log.read_text(encoding="utf-8").splitlines() == ["pool started early", "scanned"]
+    with ContextGraph.open(tmp_path / "g.db") as graph:
+        assert snapshot(graph) == _inline_store(tmp_path / "inline.db", vault)
+
+    log.unlink()
+    for note in vault.iterdir():
+        note.write_text(note.read_text(encoding="utf-8") + "[[Edited]]\n", encoding="utf-8")
+    again = _cli_sync(tmp_path / "g.db", vault, site)
+    assert again["files"]["updated"] == FILES
+    events = log.read_text(encoding="utf-8").splitlines()  # the CLI's no-change check scans too
+    assert events and set(events) == {"scanned"}
+
+
 def test_a_file_that_kills_its_worker_is_reported_failed_and_the_sync_goes_on(
     tmp_path: Path,
 ) -> None:

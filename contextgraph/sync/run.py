@@ -1,7 +1,8 @@
 """Sync (SPEC §3): bring the store exactly to what a from-scratch sync of the files would give.
 
 Per source: scan, compare size and mtime_ns with the store, read and hash what changed, extract
-(in a process pool when there is much to do), then write in short ``BEGIN IMMEDIATE`` batches.
+(in a process pool when there is much to do; into an empty store, started while the scan goes
+on), then write in short ``BEGIN IMMEDIATE`` batches.
 A sync of several sources scans them all first and extracts their files in one round (one
 pool), which each source's batches then take their files from in turn.
 Each batch moves a set of files wholly from their old state to their new one, so a sync killed at
@@ -12,14 +13,12 @@ stale inside the batch that changes its inputs and recomputed at the end, so it 
 
 from __future__ import annotations
 
-import os
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +43,7 @@ from contextgraph.sync.apply import (
     apply_ops,
     stored_files,
 )
+from contextgraph.sync.extraction import Extraction
 from contextgraph.sync.lock import database_files, sync_lock
 from contextgraph.sync.report import Problem, SyncReport
 from contextgraph.sync.scan import ScannedFile, pick, scan
@@ -52,8 +52,6 @@ from contextgraph.sync.unchanged import MAX_READS
 
 if TYPE_CHECKING:
     from contextgraph.sync.ingest import Job, Prepared
-
-POOL_THRESHOLD = 400  # files to extract before a process pool pays for its start-up
 
 Progress = Callable[[int, int], None]
 
@@ -94,9 +92,16 @@ def run_sync(
             coldload.finish(engine, settings.lock_retry_seconds)
         chosen = [s for s in registered if sources is None or s.name in sources]
         exclude = database_files(db_path)
-        plans = [_plan(engine, settings, source, exclude, report) for source in chosen]
         deferred = False  # a cold load's dropped objects are yet to be recreated
-        with _Extraction([job for plan in plans for job in plan.jobs], settings) as round_:
+        with Extraction(settings) as round_:
+            # Into an empty store every file found is read: once a scan has found enough for
+            # a pool, its workers start while the scan goes on (not where no file may be read
+            # beyond a few: a resident server's sync hands such a sync back).
+            early = None
+            if not nowrite.active() and coldload.store_is_empty(engine):
+                early = round_.early_start()
+            plans = [_plan(engine, settings, source, exclude, report, early) for source in chosen]
+            round_.begin([job for plan in plans for job in plan.jobs])
             for plan in plans:
                 report.sources.append(plan.source.name)
                 deferred = _reconcile(engine, settings, plan, report, progress, round_, deferred)
@@ -152,7 +157,8 @@ def sync_paths(
             existing = stored_files(conn, info.id, asked)
         jobs = _jobs(files, existing, settings, reread)
         plan = _Plan(info, files=files, existing=existing, jobs=jobs)
-    with _Extraction(plan.jobs, settings) as extraction:
+    with Extraction(settings) as extraction:
+        extraction.begin(plan.jobs)
         deferred = _reconcile(engine, settings, plan, report, None, extraction)
     _finish(engine, settings, [info], report, deferred=deferred)
     report.phases["total"] = time.perf_counter() - started
@@ -280,14 +286,20 @@ class _Plan:
 
 
 def _plan(
-    engine: Engine, settings: Settings, source: SourceInfo, exclude: list[Path], report: SyncReport
+    engine: Engine,
+    settings: Settings,
+    source: SourceInfo,
+    exclude: list[Path],
+    report: SyncReport,
+    once_found: tuple[int, Callable[[], object]] | None = None,
 ) -> _Plan:
-    """Scan ``source`` and compare it with the store: what its sync will read."""
+    """Scan ``source`` and compare it with the store: what its sync will read. ``once_found``
+    goes to :func:`~contextgraph.sync.scan.scan`."""
     t = time.perf_counter()
     if not source.root.is_dir():
         problem = Problem(source.name, ".", f"source folder {source.root} is missing")
         return _Plan(source, missing=True, problems=[problem])
-    scanned = scan(source.root, exclude=exclude)
+    scanned = scan(source.root, exclude=exclude, once_found=once_found)
     with db.read(engine) as conn:
         existing = stored_files(conn, source.id)
     report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t
@@ -300,35 +312,13 @@ def _plan(
     )
 
 
-class _Extraction:
-    """What ``jobs`` hold, extracted in job order (:func:`_prepare_all`): one round, in one
-    pool, for every source of a sync, each taking its own jobs' results in turn. Leaving the
-    ``with`` block ends the round: its worker processes, if any, exit."""
-
-    def __init__(self, jobs: list[Job], settings: Settings) -> None:
-        self.notes: list[str] = []  # about the extraction as a whole (no worker usable)
-        self._results = iter(_prepare_all(jobs, settings, self.notes) if jobs else ())
-
-    def take(self, count: int) -> Iterator[Prepared]:
-        """The results of the next ``count`` jobs."""
-        return islice(self._results, count)
-
-    def __enter__(self) -> _Extraction:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        close = getattr(self._results, "close", None)  # a pool's generator; an in-process map
-        if close is not None:
-            close()
-
-
 def _reconcile(
     engine: Engine,
     settings: Settings,
     plan: _Plan,
     report: SyncReport,
     progress: Progress | None,
-    extraction: _Extraction,
+    extraction: Extraction,
     deferred: bool = False,
 ) -> bool:
     """Move the store from what it holds of a source to what :func:`_plan` found in it: what is
@@ -469,42 +459,6 @@ def _classify(
         return Rename(prepared.path, moved, prepared)
     report.added += 1
     return Insert(prepared.path, prepared)
-
-
-def _prepare_all(jobs: list[Job], settings: Settings, notes: list[str]) -> Iterable[Prepared]:
-    from contextgraph.sync.ingest import prepare  # only when there is something to read
-
-    workers, helpers = pool_size(settings.workers, os.cpu_count() or 1)
-    if workers and len(jobs) >= POOL_THRESHOLD:
-        from contextgraph.sync.workers import prepare_in_pool  # multiprocessing: a large sync
-
-        # notes: why no worker was usable
-        return prepare_in_pool(jobs, workers, notes.append, helpers)
-    return map(prepare, jobs)
-
-
-MAX_WORKERS = 4  # the default pool's size on a machine of many cores
-
-
-def pool_size(workers: int, cores: int) -> tuple[int, int]:
-    """(worker processes, helpers) for a large extraction; no workers means extract in this
-    process.
-
-    ``workers`` is the setting: 1 extracts in-process, more is that many workers and no
-    helper. By default (0) there is one worker per core but one, at most :data:`MAX_WORKERS`,
-    and one helper: this process writes every batch meanwhile, and where its writes bound the
-    sync (a cold load of bench's 13,415 notes) a worker that took its core would slow it down.
-    Where the extraction bounds it instead (notes that need a full markdown parse, code), this
-    process waits for files, and the helper extracts, only then, files the workers have not
-    started (:func:`~contextgraph.sync.workers.prepare_in_pool`): three copies of the real
-    corpora (12,411 notes) and pydantic's tree load faster, bench's vault as fast. A single
-    core extracts in this process.
-    """
-    if workers:
-        return (workers, 0) if workers > 1 else (0, 0)
-    if cores < 2:
-        return 0, 0
-    return min(MAX_WORKERS, cores - 1), 1
 
 
 def _write_batch(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from pathlib import Path
@@ -56,14 +56,23 @@ def file_kind(name: str) -> str | None:
     return None
 
 
-def scan(root: Path, *, exclude: Iterable[Path] = ()) -> ScanResult:
+def scan(
+    root: Path,
+    *,
+    exclude: Iterable[Path] = (),
+    once_found: tuple[int, Callable[[], object]] | None = None,
+) -> ScanResult:
     """List the notes, code files and configs under ``root``.
 
     Skips hidden entries, dependency and cache folders, virtual environments and the ``exclude``d
     paths (the database and its -wal/-shm). Symlinks are followed only while their target stays
     inside the root, and each real folder is walked once, so loops end.
+
+    ``once_found`` = (count, call): ``call()`` once the walk has found ``count`` files (checked
+    after each folder), while it goes on; a sync starts its extraction's workers so.
     """
     result = ScanResult()
+    count, notify = once_found or (0, None)
     real_root = Path(os.path.realpath(root))
     excluded = {os.path.realpath(p) for p in exclude}
     excluded_names = {os.path.basename(p) for p in excluded}
@@ -134,6 +143,9 @@ def scan(root: Path, *, exclude: Iterable[Path] = ()) -> ScanResult:
             found = (prefix + name, entry.path, kind, st.st_size, st.st_mtime_ns)
             files.append(_new_tuple(ScannedFile, found))
         stack.extend(reversed(subdirs))
+        if notify is not None and len(files) >= count:
+            notify()
+            notify = None
     result.files.sort(key=_by_path)
     return result
 

@@ -96,19 +96,43 @@ def process_pool(max_workers: int, name: str = WORKER) -> ProcessPoolExecutor:
     )
 
 
+def started_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of ``workers`` (:func:`process_pool`) started now, each loading the extraction
+    code (:func:`_warm_up`), for :func:`prepare_in_pool` to take over once the jobs are known.
+
+    A spawned worker takes 0.1-0.2 s to start: begun while the sync scans, that is no longer
+    time the writer waits for its first batch."""
+    pool = process_pool(workers)
+    with contextlib.suppress(BrokenProcessPool, OSError):  # prepare_in_pool finds it broken
+        for _ in range(workers):
+            pool.submit(_warm_up)
+    return pool
+
+
+def _warm_up() -> None:
+    """Import what extracting a note needs (the first chunk would, on the writer's time)."""
+    from contextgraph.notes import markdown, wikilinks  # noqa: F401
+    from contextgraph.sync import ingest  # noqa: F401
+
+
 def prepare_in_pool(
-    jobs: Sequence[Job], workers: int, warn: Callable[[str], None], helpers: int = 0
+    jobs: Sequence[Job],
+    workers: int,
+    warn: Callable[[str], None],
+    helpers: int = 0,
+    pool: ProcessPoolExecutor | None = None,
 ) -> Iterator[Prepared]:
     """``prepare`` each job in worker processes; the results come in job order. With
     ``helpers``, that many more workers take the jobs the pool has not started while the
-    caller waits for a result (:func:`_pool_round`).
+    caller waits for a result (:func:`_pool_round`). ``pool``, a :func:`started_pool` of
+    ``workers``, is used (and shut down) instead of a new one.
 
     A file whose extraction kills its worker process is reported ``failed`` and skipped; when
     worker processes cannot start, ``warn`` gets one line saying why and the rest is extracted
     in this process.
     """
     out = _Ordered(len(jobs))
-    left = yield from _pool_round(jobs, workers, out, helpers)
+    left = yield from _pool_round(jobs, workers, out, helpers, pool)
     if left:
         yield from _recover(jobs, left, workers, out, warn)
 
@@ -138,7 +162,11 @@ class _Ordered:
 
 
 def _pool_round(
-    jobs: Sequence[Job], workers: int, out: _Ordered, helpers: int
+    jobs: Sequence[Job],
+    workers: int,
+    out: _Ordered,
+    helpers: int,
+    started: ProcessPoolExecutor | None = None,
 ) -> Generator[Prepared, None, list[int]]:
     """Extract in a process pool; the indexes of the jobs left unfinished by a broken pool.
 
@@ -154,7 +182,8 @@ def _pool_round(
     starts = range(0, len(jobs), CHUNK)
     futures: list[Future[list[Prepared]]] = []
     with contextlib.ExitStack() as stack:
-        pool = stack.enter_context(process_pool(workers))  # its workers die with this process
+        # Its workers die with this process; leaving the block shuts it down.
+        pool = stack.enter_context(started or process_pool(workers))
         aid = stack.enter_context(process_pool(helpers, HELPER)) if helpers else None
         try:
             for start in starts:
