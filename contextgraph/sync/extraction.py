@@ -52,11 +52,9 @@ class Extraction:
 
     def begin(self, jobs: list[Job]) -> None:
         """Start extracting ``jobs`` (in the pool started early, if any)."""
-        pool, self._pool = self._pool, None
         if jobs:
+            pool, self._pool = self._pool, None
             self._results = iter(_prepare_all(jobs, self.settings, self.notes, pool))
-        elif pool is not None:
-            pool.shutdown(cancel_futures=True)
 
     def take(self, count: int) -> Iterator[Prepared]:
         """The results of the next ``count`` jobs."""
@@ -69,7 +67,7 @@ class Extraction:
         close = getattr(self._results, "close", None)  # a pool's generator; an in-process map
         if close is not None:
             close()
-        if self._pool is not None:  # started, and the sync ended before it took its jobs
+        if self._pool is not None:  # started, and no jobs took it over (none, or an error)
             self._pool.shutdown(cancel_futures=True)
 
 

@@ -111,7 +111,7 @@ def started_pool(workers: int) -> ProcessPoolExecutor:
 
 def _warm_up() -> None:
     """Import what extracting a note needs (the first chunk would, on the writer's time)."""
-    from contextgraph.notes import markdown, wikilinks  # noqa: F401
+    from contextgraph.notes import wikilinks  # noqa: F401  (and the markdown parser it loads)
     from contextgraph.sync import ingest  # noqa: F401
 
 
