@@ -15,7 +15,7 @@ def main() -> None:
     try:
         code = launch.forward(argv)
         if code is None:
-            code = unchanged_sync(argv)
+            code = unchanged_sync(argv, hand_over=True)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(launch.EXIT_INTERRUPTED)
@@ -26,10 +26,11 @@ def main() -> None:
     run_here()
 
 
-def unchanged_sync(argv: list[str]) -> int | None:
+def unchanged_sync(argv: list[str], *, hand_over: bool = False) -> int | None:
     """Print what ``contextgraph sync`` would for ``argv`` when that sync would change nothing
     (:mod:`contextgraph.sync.unchanged`, no SQLAlchemy or click loaded); its exit status, or
-    None to run the CLI."""
+    None to run the CLI. ``hand_over``: the CLI's sync runs next, in this process, and takes
+    over the lock and the scans of a check that found work to do."""
     asked = launch.plain_sync(argv)
     if asked is None:
         return None
@@ -41,7 +42,7 @@ def unchanged_sync(argv: list[str]) -> int | None:
 
     from contextgraph.sync.unchanged import unchanged_report
 
-    report = unchanged_report(Path(key), paths)
+    report = unchanged_report(Path(key), paths, hand_over_to_sync=hand_over)
     if report is None:
         return None
     from contextgraph.sync.report import report_lines

@@ -10,18 +10,28 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from helpers import Writer
+from helpers import Writer, snapshot
 
 from contextgraph import ContextGraph
 from contextgraph.__main__ import unchanged_sync
 from contextgraph.cli import cli
+from contextgraph.errors import SyncInProgress
 from contextgraph.launch import plain_sync
 from contextgraph.store import db, meta
 from contextgraph.sync import unchanged
-from contextgraph.sync.lock import sync_lock
+from contextgraph.sync.lock import (
+    database_files,
+    drop_handed,
+    hand_over,
+    handed_scan,
+    lock_file,
+    sync_lock,
+)
+from contextgraph.sync.scan import ScanResult
 
 Run = Callable[..., tuple[int | None, str, str]]
 
@@ -297,3 +307,142 @@ def test_the_entry_point_answers_without_loading_sqlalchemy_or_click(synced: Pat
     ran = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     assert _timeless(answered.stdout) == _timeless(ran.stdout)
     assert json.loads(ran.stdout)["files"]["failed"] == 1
+
+
+def _copy_database(source: Path, target: Path) -> Path:
+    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+    src.close()
+    dst.close()
+    return target
+
+
+def _counting_scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The roots the full sync walks from now on (``sync.run``'s ``scan``)."""
+    from contextgraph.sync import run
+
+    walked: list[str] = []
+    walk = run.scan
+
+    def counted(root: Path, **kwargs: Any) -> Any:
+        walked.append(Path(root).name)
+        return walk(root, **kwargs)
+
+    monkeypatch.setattr(run, "scan", counted)
+    return walked
+
+
+def _lock_is_free(database: Path) -> bool:
+    try:
+        fd = lock_file(database, wait=False)
+    except SyncInProgress:
+        return False
+    os.close(fd)
+    return True
+
+
+def test_a_check_that_finds_work_hands_its_lock_and_scans_to_the_sync(
+    synced: Path, vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    twin = _copy_database(synced, tmp_path / "twin.db")
+    a = vault / "a.md"
+    a.write_text(a.read_text(encoding="utf-8") + " [[Epsilon]]", encoding="utf-8")
+    assert unchanged.unchanged_report(synced, [], hand_over_to_sync=True) is None
+    assert not _lock_is_free(synced)  # held for the sync that runs next: none can come between
+    walked = _counting_scans(monkeypatch)
+    with ContextGraph.open(synced) as graph:
+        report = graph.sync(wait=False)  # the lock handed over: never "a sync is running"
+        handed = snapshot(graph)
+    assert walked == []  # both folders were walked by the check ("other", then "vault")
+    assert _lock_is_free(synced)
+    with ContextGraph.open(twin) as graph:
+        plain = graph.sync()  # the same change, synced without a check before it
+        assert snapshot(graph) == handed
+    assert walked == ["other", "vault"]
+    ran, expected = report.as_dict(), plain.as_dict()
+    seconds = ran.pop("seconds")
+    expected.pop("seconds")
+    assert ran == expected and ran["files"]["updated"] == 1
+    assert seconds["scan"] <= seconds["total"]  # the check's walks count as the sync's
+
+
+def test_a_handed_lock_goes_to_a_sync_of_its_own_file_only(
+    synced: Path, vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (vault / "new.md").write_text("[[Zeta]]", encoding="utf-8")
+    other = _copy_database(synced, tmp_path / "other.db")
+    assert unchanged.unchanged_report(synced, [], hand_over_to_sync=True) is None
+    walked = _counting_scans(monkeypatch)
+    try:
+        with ContextGraph.open(other) as graph:  # another database: its own lock, its own walk
+            assert graph.sync(wait=False).added == 1
+        assert walked == ["other", "vault"]
+        assert not _lock_is_free(synced)
+        # The same database by another path: its lock taken over (never waited for), and
+        # its walks with it.
+        alias = tmp_path / "alias"
+        alias.symlink_to(synced.parent, target_is_directory=True)
+        with ContextGraph.open(alias / synced.name) as graph:
+            assert graph.sync(wait=False).added == 1
+        assert walked == ["other", "vault"]
+        assert _lock_is_free(synced)
+    finally:
+        drop_handed()
+    # Left, and never taken: dropping it frees the lock.
+    (vault / "newer.md").write_text("[[Eta]]", encoding="utf-8")
+    assert unchanged.unchanged_report(synced, [], hand_over_to_sync=True) is None
+    assert not _lock_is_free(synced)
+    drop_handed()
+    assert _lock_is_free(synced)
+
+
+def test_the_cli_walks_each_folder_once_when_its_check_finds_work(
+    synced: Path, vault: Path, tmp_path: Path
+) -> None:
+    twin = _copy_database(synced, tmp_path / "twin.db")
+    a = vault / "a.md"
+    a.write_text(a.read_text(encoding="utf-8") + " [[Epsilon]]", encoding="utf-8")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import atexit, sys\n"
+        "import contextgraph.sync.scan as scan\n"
+        "walked = []\n"
+        "_scan = scan.scan\n"
+        "def counted(root, **kwargs):\n"
+        "    walked.append(str(root))\n"
+        "    return _scan(root, **kwargs)\n"
+        "scan.scan = counted\n"
+        "atexit.register(lambda: print('walked', len(walked), file=sys.stderr))\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "CONTEXTGRAPH_NO_RESIDENT": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
+    outs = []
+    for database, extra in ((synced, {}), (twin, {"CONTEXTGRAPH_FULL_SYNC": "1"})):
+        done = subprocess.run(
+            [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", "--json"],
+            capture_output=True,
+            text=True,
+            env={**env, **extra},
+            cwd=tmp_path,
+            check=True,
+        )
+        outs.append((_timeless(done.stdout), done.stderr.splitlines()[-1]))
+    # Two folders: the check walks both, and the sync takes them; without the check, the
+    # sync walks them itself. Either way the same report.
+    assert outs[0] == (outs[1][0], "walked 2") and outs[1][1] == "walked 2"
+    assert json.loads(outs[0][0])["files"]["updated"] == 1
+
+
+def test_a_handed_walk_is_given_once_and_only_for_the_same_exclusions(db_path: Path) -> None:
+    own = database_files(db_path)
+    walk = ScanResult(files=[], problems=[("x.md", "binary file")])
+    hand_over(lock_file(db_path, wait=False), own, {(1, "/notes"): (walk, 0.25)})
+    assert handed_scan(1, Path("/notes"), own) is None  # no sync holds the handed lock yet
+    with sync_lock(db_path, wait=False):
+        assert handed_scan(1, Path("/notes"), own[1:]) is None
+        assert handed_scan(2, Path("/notes"), own) is None
+        assert handed_scan(1, Path("/notes"), own) == (walk, 0.25)
+        assert handed_scan(1, Path("/notes"), own) is None
+    assert _lock_is_free(db_path)

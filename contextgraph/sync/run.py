@@ -44,7 +44,7 @@ from contextgraph.sync.apply import (
     stored_files,
 )
 from contextgraph.sync.extraction import Extraction
-from contextgraph.sync.lock import database_files, sync_lock
+from contextgraph.sync.lock import database_files, handed_scan, sync_lock
 from contextgraph.sync.report import Problem, SyncReport
 from contextgraph.sync.scan import ScannedFile, pick, scan
 from contextgraph.sync.starting import refuse_while_starting
@@ -106,7 +106,8 @@ def run_sync(
                 report.sources.append(plan.source.name)
                 deferred = _reconcile(engine, settings, plan, report, progress, round_, deferred)
         _finish(engine, settings, registered, report, deferred=deferred)
-    report.phases["total"] = time.perf_counter() - started
+    handed = sum(plan.handed_seconds for plan in plans)
+    report.phases["total"] = time.perf_counter() - started + handed
     return report
 
 
@@ -283,6 +284,7 @@ class _Plan:
     existing: dict[str, Existing] = field(default_factory=dict)
     jobs: list[Job] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    handed_seconds: float = 0.0  # a scan made before the sync began (_plan), counted in its time
 
 
 def _plan(
@@ -294,17 +296,29 @@ def _plan(
     once_found: tuple[int, Callable[[], object]] | None = None,
 ) -> _Plan:
     """Scan ``source`` and compare it with the store: what its sync will read. ``once_found``
-    goes to :func:`~contextgraph.sync.scan.scan`."""
+    goes to :func:`~contextgraph.sync.scan.scan`.
+
+    A scan made under this sync's lock before it began (the CLI's check for a sync without
+    work, :func:`~contextgraph.sync.lock.handed_scan`) is taken as this sync's own, with its
+    seconds."""
     t = time.perf_counter()
     if not source.root.is_dir():
         problem = Problem(source.name, ".", f"source folder {source.root} is missing")
         return _Plan(source, missing=True, problems=[problem])
-    scanned = scan(source.root, exclude=exclude, once_found=once_found)
+    seconds = 0.0  # of a handed scan
+    handed = handed_scan(source.id, source.root, exclude)
+    if handed is None:
+        scanned = scan(source.root, exclude=exclude, once_found=once_found)
+    else:
+        scanned, seconds = handed
+        if once_found is not None and len(scanned.files) >= once_found[0]:
+            once_found[1]()
     with db.read(engine) as conn:
         existing = stored_files(conn, source.id)
-    report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t
+    report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t + seconds
     return _Plan(
         source,
+        handed_seconds=seconds,
         files=scanned.files,
         existing=existing,
         jobs=_jobs(scanned.files, existing, settings, reread=False),

@@ -19,13 +19,19 @@ that the full sync would write nothing:
   too large: a failed file is not stored, so every sync reads it again and reports it again).
 
 Anything else returns None and the CLI runs the sync itself, exactly as before, so the answer is
-always the full sync's (an error met here, a database the driver cannot read, is met there
-again and reported). ``CONTEXTGRAPH_FULL_SYNC=1`` turns this off (every sync runs in full: to
-compare, or to time). The SQL is the driver-level text of Core statements defined beside the
-full sync's (named in :data:`SQL`); tests/test_unchanged_sync.py compiles those and checks the
-copies are equal. The report's ``seconds`` are this run's: ``files`` is the time spent
-reading the files the store lacks, ``communities`` the check that nothing derived is stale, and
-``codegraph`` and ``weights`` 0 (nothing to check beyond that).
+always the full sync's (an error met here, a database the driver cannot read, is met there again
+and reported). With ``hand_over_to_sync`` (the entry point, which runs that sync next), a check
+that found work to do keeps the sync lock held and leaves it, with the folders it scanned, to
+that sync (:func:`contextgraph.sync.lock.hand_over`): no other sync can run between the two, and
+the full sync does not walk those folders again (on 12,411 notes the walk is 0.1 s of a 0.7 s
+sync of one edited note).
+
+``CONTEXTGRAPH_FULL_SYNC=1`` turns this off (every sync runs in full: to compare, or to time).
+The SQL is the driver-level text of Core statements defined beside the full sync's (named in
+:data:`SQL`); tests/test_unchanged_sync.py compiles those and checks the copies are equal. The
+report's ``seconds`` are this run's: ``files`` is the time spent reading the files the store
+lacks, ``communities`` the check that nothing derived is stale, and ``codegraph`` and
+``weights`` 0 (nothing to check beyond that).
 """
 
 from __future__ import annotations
@@ -38,9 +44,9 @@ from pathlib import Path
 from contextgraph.errors import ContextGraphError, SyncInProgress
 from contextgraph.settings import Settings
 from contextgraph.store.head import SCHEMA_HEAD
-from contextgraph.sync.lock import database_files, sync_lock
+from contextgraph.sync.lock import database_files, hand_over, lock_file
 from contextgraph.sync.report import Problem, SyncReport
-from contextgraph.sync.scan import ScannedFile, scan
+from contextgraph.sync.scan import ScannedFile, ScanResult, scan
 
 TYPE_CHECKING = False  # typing itself costs a light CLI run 20 ms; mypy honours the name
 if TYPE_CHECKING:
@@ -94,10 +100,18 @@ class _Changed(Exception):
 
 
 def unchanged_report(
-    db_path: Path, paths: Sequence[str] = (), settings: Settings | None = None
+    db_path: Path,
+    paths: Sequence[str] = (),
+    settings: Settings | None = None,
+    *,
+    hand_over_to_sync: bool = False,
 ) -> SyncReport | None:
     """The report of syncing ``paths`` (every source when none) of the SQLite database file
-    ``db_path`` (a resolved path), when that sync would change nothing; else None."""
+    ``db_path`` (a resolved path), when that sync would change nothing; else None.
+
+    ``hand_over_to_sync``: when there is work to do, leave the sync lock and the scans made so
+    far to the sync this process runs next (the caller must run it, or call
+    :func:`contextgraph.sync.lock.drop_handed`)."""
     if os.environ.get(OPT_OUT, "").strip() not in ("", "0"):
         return None
     if settings is None:
@@ -109,12 +123,22 @@ def unchanged_report(
         return None
     started = time.perf_counter()
     report = SyncReport()
+    scans: dict[tuple[int, str], tuple[ScanResult, float]] = {}
     try:
-        with sync_lock(db_path, wait=False):
-            report.phases["lock"] = time.perf_counter() - started
-            _sync(db_path, settings, list(paths), report)
-    except (_Changed, SyncInProgress, sqlite3.Error, OSError):
-        return None  # the full run redoes it: waits for a running sync (or says so), reports errors
+        fd = lock_file(db_path, wait=False)
+    except (SyncInProgress, OSError):
+        return None  # the full run waits for a running sync (or says so), or reports the error
+    try:
+        report.phases["lock"] = time.perf_counter() - started
+        _sync(db_path, settings, list(paths), report, scans)
+    except (_Changed, sqlite3.Error, OSError) as exc:
+        if hand_over_to_sync and isinstance(exc, _Changed) and scans:
+            hand_over(fd, database_files(db_path), scans)
+            fd = -1
+        return None  # the full run redoes the rest, and reports errors
+    finally:
+        if fd >= 0:
+            os.close(fd)  # releases the lock
     report.phases["total"] = time.perf_counter() - started
     return report
 
@@ -130,8 +154,15 @@ def _rows(conn: sqlite3.Connection, name: str, **values: Any) -> list[tuple[Any,
     return conn.execute(text, {**constants, **values}).fetchall()
 
 
-def _sync(db_path: Path, settings: Settings, paths: list[str], report: SyncReport) -> None:
-    """Fill ``report`` as the full sync would, or raise :class:`_Changed`."""
+def _sync(
+    db_path: Path,
+    settings: Settings,
+    paths: list[str],
+    report: SyncReport,
+    scans: dict[tuple[int, str], tuple[ScanResult, float]],
+) -> None:
+    """Fill ``report`` as the full sync would, or raise :class:`_Changed`; each source's
+    scan goes to ``scans``."""
     quoted = str(db_path).replace("%", "%25").replace("?", "%3F").replace("#", "%23")
     conn = sqlite3.connect(
         f"file:{quoted}?mode=rw",
@@ -147,7 +178,7 @@ def _sync(db_path: Path, settings: Settings, paths: list[str], report: SyncRepor
             raise _Changed  # the full open migrates (or refuses)
         registered = sorted(_rows(conn, "sources"), key=lambda row: row[1])
         for source_id, name, root in _chosen(registered, paths):
-            _sync_source(conn, settings, db_path, source_id, name, Path(root), report)
+            _sync_source(conn, settings, db_path, (source_id, name, Path(root)), report, scans)
         t = time.perf_counter()
         if _rows(conn, "stale_marks"):
             raise _Changed  # a cold load to finish, a code graph or the communities to recompute
@@ -183,17 +214,18 @@ def _sync_source(
     conn: sqlite3.Connection,
     settings: Settings,
     db_path: Path,
-    source_id: int,
-    name: str,
-    root: Path,
+    source: tuple[int, str, Path],
     report: SyncReport,
+    scans: dict[tuple[int, str], tuple[ScanResult, float]],
 ) -> None:
     """Scan one source and compare it with the store, as ``sync.run._plan`` does."""
+    source_id, name, root = source
     t = time.perf_counter()
     report.sources.append(name)
     if not root.is_dir():
         raise _Changed  # the full sync reports the missing folder and exits 1
     scanned = scan(root, exclude=database_files(db_path))
+    scans[source_id, str(root)] = (scanned, time.perf_counter() - t)
     for rel, reason in scanned.problems:
         report.failed.append(Problem(name, rel, reason))
     report.scanned += len(scanned.files)
