@@ -300,6 +300,55 @@ def test_results_reach_the_writer_in_job_order_when_the_pool_broke(tmp_path: Pat
     assert result["notes"] == []
 
 
+SPAWN_RACE = """\
+import json, os, sys
+from concurrent.futures import ProcessPoolExecutor
+from contextgraph.sync.ingest import Job, prepare
+from contextgraph.sync.workers import prepare_in_pool, started_pool
+
+spawned = []
+_spawn = ProcessPoolExecutor._spawn_process
+
+def spawn(self):
+    spawned.append(1)
+    if len(spawned) > 1:  # what Python 3.11's race gives a submit while a broken pool closes
+        raise ValueError("bad value(s) in fds_to_keep")
+    _spawn(self)
+
+ProcessPoolExecutor._spawn_process = spawn
+
+if __name__ == "__main__":
+    root = sys.argv[1]
+    jobs = [Job(n, os.path.join(root, n), "note", None, 10**6) for n in sorted(os.listdir(root))]
+    notes = []
+    pool = started_pool(2)
+    got = [tuple(p) for p in prepare_in_pool(jobs, 2, notes.append, pool=pool)]
+    want = [tuple(prepare(j)) for j in jobs]
+    print(json.dumps({"same": got == want, "notes": notes, "spawned": len(spawned)}))
+"""
+
+
+def test_a_pool_that_cannot_start_a_worker_leaves_its_jobs_to_lone_workers(
+    tmp_path: Path,
+) -> None:
+    """A submit that fails to spawn (ValueError included) counts as a broken pool: the jobs
+    it did not take are extracted by lone workers, in order, as a broken pool's are."""
+    vault = _vault(tmp_path / "vault", files=80)
+    script = tmp_path / "race.py"
+    script.write_text(SPAWN_RACE, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script), str(vault)],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["same"] is True and result["notes"] == []
+    assert result["spawned"] >= 2  # the failing spawn was met
+
+
 HELPED = """\
 import json, os, sys
 from contextgraph.sync.ingest import Job, prepare

@@ -46,6 +46,12 @@ WATCH_SECONDS = 0.5
 CHUNK = 32  # jobs per task of the pool: fewer, larger messages between the processes
 WORKER, HELPER = "contextgraph-worker", "contextgraph-helper"  # the pools' process names
 _STARTED = "started"  # a lone worker's first message: it got past its start-up
+# What a pool's submit raises when it cannot start a worker: the pool is broken, or no process
+# can start. ValueError too: in Python 3.11, a submit that spawns a worker while the pool's
+# manager thread closes the queues of a pool a dead worker broke (``terminate_broken`` takes no
+# lock) can pass a closed descriptor to the new process ("bad value(s) in fds_to_keep"): seen
+# once in the full test suite, where every worker dies as it starts.
+_SUBMIT_FAILED = (BrokenProcessPool, OSError, ValueError)
 
 
 def _die_with_parent_linux() -> bool:
@@ -103,7 +109,7 @@ def started_pool(workers: int) -> ProcessPoolExecutor:
     A spawned worker takes 0.1-0.2 s to start: begun while the sync scans, that is no longer
     time the writer waits for its first batch."""
     pool = process_pool(workers)
-    with contextlib.suppress(BrokenProcessPool, OSError):  # prepare_in_pool finds it broken
+    with contextlib.suppress(*_SUBMIT_FAILED):  # prepare_in_pool finds it broken
         for _ in range(workers):
             pool.submit(_warm_up)
     return pool
@@ -188,7 +194,7 @@ def _pool_round(
         try:
             for start in starts:
                 futures.append(pool.submit(_prepare_chunk, list(jobs[start : start + CHUNK])))
-        except (BrokenProcessPool, OSError):
+        except _SUBMIT_FAILED:
             pass  # broken, or no process could start: the jobs not submitted are left below
         helping = _Helping(jobs, futures, aid, helpers)
         try:
@@ -274,7 +280,7 @@ class _Helping:
             start = j * CHUNK
             try:
                 futures[j] = self.aid.submit(_prepare_chunk, list(self.jobs[start : start + CHUNK]))
-            except (BrokenProcessPool, OSError):
+            except _SUBMIT_FAILED:
                 self.aid = None  # no helper can run: the chunk is left for _recover
                 return False
             self.running.append(futures[j])
