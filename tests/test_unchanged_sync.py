@@ -438,11 +438,12 @@ def test_the_cli_walks_each_folder_once_when_its_check_finds_work(
 def test_a_handed_walk_is_given_once_and_only_for_the_same_exclusions(db_path: Path) -> None:
     own = database_files(db_path)
     walk = ScanResult(files=[], problems=[("x.md", "binary file")])
-    hand_over(lock_file(db_path, wait=False), own, {(1, "/notes"): (walk, 0.25)})
+    handed = (walk, 0.25, [(7, "a.md", "note", 3, 10, "ab")])
+    hand_over(lock_file(db_path, wait=False), own, {(1, "/notes"): handed})
     assert handed_scan(1, Path("/notes"), own) is None  # no sync holds the handed lock yet
     with sync_lock(db_path, wait=False):
         assert handed_scan(1, Path("/notes"), own[1:]) is None
         assert handed_scan(2, Path("/notes"), own) is None
-        assert handed_scan(1, Path("/notes"), own) == (walk, 0.25)
+        assert handed_scan(1, Path("/notes"), own) == handed
         assert handed_scan(1, Path("/notes"), own) is None
     assert _lock_is_free(db_path)

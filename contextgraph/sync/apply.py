@@ -118,6 +118,12 @@ def stored_files(
         rows = compiled_tuples(conn, ("stored_files",), _source_files_query, {"source": source_id})
     else:
         rows = list(_STORED_FILES_AT.rows(conn, paths, {"source": source_id}))
+    return existing_of(rows)
+
+
+def existing_of(rows: Sequence[tuple[Any, ...]]) -> dict[str, Existing]:
+    """path -> stored state, from rows of the stored files query (id, path, kind, size,
+    mtime_ns, hash), as :func:`stored_files` reads them."""
     new = tuple.__new__  # an Existing without NamedTuple's Python-level __new__ (half the cost)
     return {
         path: new(Existing, (fid, kind, size, mtime_ns, digest))
@@ -543,6 +549,7 @@ __all__ = [
     "Stat",
     "Update",
     "apply_ops",
+    "existing_of",
     "retract",
     "stored_files",
 ]

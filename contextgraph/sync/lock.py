@@ -26,7 +26,13 @@ from contextgraph.store import nowrite
 
 TYPE_CHECKING = False  # typing itself costs a light CLI run 20 ms; mypy honours the name
 if TYPE_CHECKING:
+    from typing import Any
+
     from contextgraph.sync.scan import ScanResult
+
+    # A source walked under the lock: the walk, its seconds (with the stored rows' read), and
+    # the source's stored rows then (id, path, kind, size, mtime_ns, hash: stored_files' query).
+    Walk = tuple[ScanResult, float, list[tuple[Any, ...]]]
 
 _thread_lock = threading.Lock()
 
@@ -37,8 +43,7 @@ class _Handed:
 
     fd: int  # the lock file, open and locked
     exclude: list[Path]  # what the scans left out: the database's own files
-    scans: dict[tuple[int, str], tuple[ScanResult, float]] = field(default_factory=dict)
-    # (source id, root) -> (its scan, seconds it took)
+    scans: dict[tuple[int, str], Walk] = field(default_factory=dict)  # by (source id, root)
 
 
 _handed: _Handed | None = None  # left by hand_over, until the next sync_lock of its file
@@ -97,9 +102,7 @@ def _lock(fd: int, *, wait: bool) -> None:
         raise SyncInProgress("a sync is already running on this database") from exc
 
 
-def hand_over(
-    fd: int, exclude: list[Path], scans: dict[tuple[int, str], tuple[ScanResult, float]]
-) -> None:
+def hand_over(fd: int, exclude: list[Path], scans: dict[tuple[int, str], Walk]) -> None:
     """Leave the lock held through ``fd`` (from :func:`lock_file`), and ``scans``, made under it
     with ``exclude`` left out, to the next :func:`sync_lock` of its file in this process."""
     global _handed
@@ -115,7 +118,7 @@ def drop_handed() -> None:
         os.close(fd)
 
 
-def handed_scan(source_id: int, root: Path, exclude: list[Path]) -> tuple[ScanResult, float] | None:
+def handed_scan(source_id: int, root: Path, exclude: list[Path]) -> Walk | None:
     """The scan of a source (and its seconds) that the sync holding the lock took over, if it
     was made with the same ``exclude``; each is given once."""
     if _taken is None or _taken.exclude != exclude:

@@ -41,6 +41,7 @@ from contextgraph.sync.apply import (
     Stat,
     Update,
     apply_ops,
+    existing_of,
     stored_files,
 )
 from contextgraph.sync.extraction import Extraction
@@ -298,23 +299,24 @@ def _plan(
     """Scan ``source`` and compare it with the store: what its sync will read. ``once_found``
     goes to :func:`~contextgraph.sync.scan.scan`.
 
-    A scan made under this sync's lock before it began (the CLI's check for a sync without
-    work, :func:`~contextgraph.sync.lock.handed_scan`) is taken as this sync's own, with its
-    seconds."""
+    A walk made under this sync's lock before it began (the CLI's check for a sync without
+    work, :func:`~contextgraph.sync.lock.handed_scan`) is taken as this sync's own, with the
+    source's stored files read then, and its seconds."""
     t = time.perf_counter()
     if not source.root.is_dir():
         problem = Problem(source.name, ".", f"source folder {source.root} is missing")
         return _Plan(source, missing=True, problems=[problem])
-    seconds = 0.0  # of a handed scan
+    seconds = 0.0  # of a handed walk
     handed = handed_scan(source.id, source.root, exclude)
     if handed is None:
         scanned = scan(source.root, exclude=exclude, once_found=once_found)
+        with db.read(engine) as conn:
+            existing = stored_files(conn, source.id)
     else:
-        scanned, seconds = handed
+        scanned, seconds, rows = handed
+        existing = existing_of(rows)  # read under the same lock: no sync has written since
         if once_found is not None and len(scanned.files) >= once_found[0]:
             once_found[1]()
-    with db.read(engine) as conn:
-        existing = stored_files(conn, source.id)
     report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t + seconds
     return _Plan(
         source,

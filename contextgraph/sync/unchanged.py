@@ -46,12 +46,14 @@ from contextgraph.settings import Settings
 from contextgraph.store.head import SCHEMA_HEAD
 from contextgraph.sync.lock import database_files, hand_over, lock_file
 from contextgraph.sync.report import Problem, SyncReport
-from contextgraph.sync.scan import ScannedFile, ScanResult, scan
+from contextgraph.sync.scan import ScannedFile, scan
 
 TYPE_CHECKING = False  # typing itself costs a light CLI run 20 ms; mypy honours the name
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
+
+    from contextgraph.sync.lock import Walk
 
 OPT_OUT = "CONTEXTGRAPH_FULL_SYNC"
 # At most this many files the store lacks are read here to see that they fail; more, and the
@@ -123,7 +125,7 @@ def unchanged_report(
         return None
     started = time.perf_counter()
     report = SyncReport()
-    scans: dict[tuple[int, str], tuple[ScanResult, float]] = {}
+    scans: dict[tuple[int, str], Walk] = {}
     try:
         fd = lock_file(db_path, wait=False)
     except (SyncInProgress, OSError):
@@ -159,7 +161,7 @@ def _sync(
     settings: Settings,
     paths: list[str],
     report: SyncReport,
-    scans: dict[tuple[int, str], tuple[ScanResult, float]],
+    scans: dict[tuple[int, str], Walk],
 ) -> None:
     """Fill ``report`` as the full sync would, or raise :class:`_Changed`; each source's
     scan goes to ``scans``."""
@@ -216,7 +218,7 @@ def _sync_source(
     db_path: Path,
     source: tuple[int, str, Path],
     report: SyncReport,
-    scans: dict[tuple[int, str], tuple[ScanResult, float]],
+    scans: dict[tuple[int, str], Walk],
 ) -> None:
     """Scan one source and compare it with the store, as ``sync.run._plan`` does."""
     source_id, name, root = source
@@ -225,14 +227,12 @@ def _sync_source(
     if not root.is_dir():
         raise _Changed  # the full sync reports the missing folder and exits 1
     scanned = scan(root, exclude=database_files(db_path))
-    scans[source_id, str(root)] = (scanned, time.perf_counter() - t)
+    rows = _rows(conn, "files", source=source_id)
+    scans[source_id, str(root)] = (scanned, time.perf_counter() - t, rows)
     for rel, reason in scanned.problems:
         report.failed.append(Problem(name, rel, reason))
     report.scanned += len(scanned.files)
-    stored = {
-        rel: (kind, size, mtime_ns)
-        for _, rel, kind, size, mtime_ns, _ in _rows(conn, "files", source=source_id)
-    }
+    stored = {rel: (kind, size, mtime_ns) for _, rel, kind, size, mtime_ns, _ in rows}
     report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t
     t = time.perf_counter()
     new: list[ScannedFile] = []
