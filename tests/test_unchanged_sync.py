@@ -318,17 +318,23 @@ def _copy_database(source: Path, target: Path) -> Path:
 
 
 def _counting_scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The roots the full sync walks from now on (``sync.run``'s ``scan``)."""
+    """The roots the full sync walks from now on (``sync.run``'s ``scan``), and ``read`` for
+    each source whose stored files it reads (``stored_files``)."""
     from contextgraph.sync import run
 
     walked: list[str] = []
-    walk = run.scan
+    walk, stored = run.scan, run.stored_files
 
     def counted(root: Path, **kwargs: Any) -> Any:
         walked.append(Path(root).name)
         return walk(root, **kwargs)
 
+    def read(conn: Any, source_id: int, paths: Any = None) -> Any:
+        walked.append("read")
+        return stored(conn, source_id, paths)
+
     monkeypatch.setattr(run, "scan", counted)
+    monkeypatch.setattr(run, "stored_files", read)
     return walked
 
 
@@ -353,12 +359,12 @@ def test_a_check_that_finds_work_hands_its_lock_and_scans_to_the_sync(
     with ContextGraph.open(synced) as graph:
         report = graph.sync(wait=False)  # the lock handed over: never "a sync is running"
         handed = snapshot(graph)
-    assert walked == []  # both folders were walked by the check ("other", then "vault")
+    assert walked == []  # the check walked both folders ("other", then "vault") and read them
     assert _lock_is_free(synced)
     with ContextGraph.open(twin) as graph:
         plain = graph.sync()  # the same change, synced without a check before it
         assert snapshot(graph) == handed
-    assert walked == ["other", "vault"]
+    assert walked == ["other", "read", "vault", "read"]
     ran, expected = report.as_dict(), plain.as_dict()
     seconds = ran.pop("seconds")
     expected.pop("seconds")
@@ -376,7 +382,7 @@ def test_a_handed_lock_goes_to_a_sync_of_its_own_file_only(
     try:
         with ContextGraph.open(other) as graph:  # another database: its own lock, its own walk
             assert graph.sync(wait=False).added == 1
-        assert walked == ["other", "vault"]
+        assert walked == ["other", "read", "vault", "read"]
         assert not _lock_is_free(synced)
         # The same database by another path: its lock taken over (never waited for), and
         # its walks with it.
@@ -384,7 +390,7 @@ def test_a_handed_lock_goes_to_a_sync_of_its_own_file_only(
         alias.symlink_to(synced.parent, target_is_directory=True)
         with ContextGraph.open(alias / synced.name) as graph:
             assert graph.sync(wait=False).added == 1
-        assert walked == ["other", "vault"]
+        assert walked == ["other", "read", "vault", "read"]
         assert _lock_is_free(synced)
     finally:
         drop_handed()
