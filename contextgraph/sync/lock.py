@@ -4,11 +4,12 @@ Standard library only (with :mod:`contextgraph.store.nowrite`): a sync answered 
 SQLAlchemy (:mod:`contextgraph.sync.unchanged`) takes the same lock as every other sync.
 
 That check may find work to do, and then the CLI runs the full sync in the same process. It can
-leave that sync its lock, still held, and the scans it made under it (:func:`hand_over`): the
-next :func:`sync_lock` of the same lock file in this process takes both over (no other sync can
-have run between), and the full sync reads the scans instead of walking the folders again
-(:func:`handed_scan`). The lock file is known by its device and inode, not by how a path spells
-it, so a sync that names the database otherwise still takes the lock it already holds.
+leave that sync its lock, still held, and what it read under it (:func:`hand_over`): each
+source's walk, and its stored files. The next :func:`sync_lock` of the same lock file in this
+process takes both over (no other sync can have run between), and the full sync takes those
+instead of walking the folders and reading the stored files again (:func:`handed_scan`). The
+lock file is known by its device and inode, not by how a path spells it, so a sync that names
+the database otherwise still takes the lock it already holds.
 """
 
 from __future__ import annotations
@@ -119,8 +120,8 @@ def drop_handed() -> None:
 
 
 def handed_scan(source_id: int, root: Path, exclude: list[Path]) -> Walk | None:
-    """The scan of a source (and its seconds) that the sync holding the lock took over, if it
-    was made with the same ``exclude``; each is given once."""
+    """The walk of a source (with its seconds and the stored rows read then) that the sync
+    holding the lock took over, if it was made with the same ``exclude``; each is given once."""
     if _taken is None or _taken.exclude != exclude:
         return None
     return _taken.scans.pop((source_id, str(root)), None)
