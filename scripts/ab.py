@@ -5,6 +5,7 @@
     python scripts/ab.py --base eccd22f --db-from VAULT -- context "Topic 3"
     python scripts/ab.py --base ../other-checkout --db-from VAULT --runs 12 -- sync
     python scripts/ab.py --base d4694d4 --first-call VAULT --runs 3    # first BuildContext
+    python scripts/ab.py --base 9cc42af --db-from VAULT --edit VAULT/a.md -- sync  # one edit
 
 A shared machine's speed drifts by a third within minutes, so a figure of one tree measured
 after the other's says little about the change between them. Here each pair runs both trees
@@ -21,6 +22,9 @@ tree first syncs VAULT into a database of its own (untimed), and the command aft
 on it. With ``--first-call VAULT`` each tree syncs VAULT the same way, then each run is
 ``scripts/bench.py --only first-call`` (the first depth-2 BuildContext of 100 concepts, cache
 emptied before each, best CPU time of ``--passes``): the figures are its p50 and p95 in ms.
+With ``--edit NOTE`` (a note inside VAULT), a line linking a concept is appended to NOTE before
+every timed run, so each ``sync`` has one changed note to read (and, its graph changed, the
+communities to recompute); NOTE gets its bytes and times back at the end.
 VAULT may name several folders, comma-separated: one sync of them all. The runs start
 in the folder of the databases (the working folder comes first on a child's ``sys.path``):
 give the command absolute paths. Nothing here asserts: it measures.
@@ -31,6 +35,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -118,14 +123,23 @@ def abba(runs: int) -> list[str]:
 
 
 def compare(
-    trees: dict[str, Path], databases: dict[str, Path], args: list[str], runs: int, cold: bool
+    trees: dict[str, Path],
+    databases: dict[str, Path],
+    args: list[str],
+    runs: int,
+    cold: bool,
+    edit: Path | None = None,
 ) -> dict[str, Any]:
-    """``runs`` ABBA pairs of ``args``, each tree on its own database."""
+    """``runs`` ABBA pairs of ``args``, each tree on its own database (``edit``: a note to
+    append a line to before each run)."""
     phases = args[0] == "sync"
     results: dict[str, list[dict[str, Any]]] = {side: [] for side in trees}
-    for side in abba(runs):
+    for k, side in enumerate(abba(runs)):
         if cold:
             remove_database(databases[side])
+        if edit is not None:
+            with edit.open("a", encoding="utf-8") as note:
+                note.write(f"\nEdited for run {k} of ab.py: [[ab edit {k % 3}]]\n")
         results[side].append(run_once(trees[side], databases[side], args, phases))
     paired = [
         n["wall_s"] - b["wall_s"] for b, n in zip(results["base"], results["new"], strict=True)
@@ -211,6 +225,9 @@ def main() -> None:
         "--passes", type=int, default=3, help="with --first-call: passes per run (default 3)"
     )
     parser.add_argument("--workdir", type=Path, help="keep the databases here")
+    parser.add_argument(
+        "--edit", type=Path, help="with --db-from: a note to append a line to before each run"
+    )
     parser.add_argument("command", nargs="*", help="the contextgraph command, after --")
     args = parser.parse_args()
     if args.runs < 1:
@@ -221,6 +238,8 @@ def main() -> None:
         parser.error("--cold and --first-call time their own work: give no command")
     if args.db_from is not None and not args.command:
         parser.error("--db-from needs the command to time, after --")
+    if args.edit is not None and (args.db_from is None or not args.edit.is_file()):
+        parser.error("--edit needs --db-from and an existing note inside its folder")
     work = args.workdir or Path(tempfile.mkdtemp(prefix="contextgraph-ab-"))
     work.mkdir(parents=True, exist_ok=True)
     worktree: Path | None = None
@@ -238,6 +257,8 @@ def main() -> None:
                 f" revision git can check out: {added.stderr.strip()}"
             )
         base = worktree
+    edit: Path | None = args.edit.resolve() if args.edit is not None else None
+    kept = (edit.read_bytes(), edit.stat()) if edit is not None else None
     try:
         trees = {"base": base.resolve(), "new": args.new.resolve()}
         databases = {side: work / f"{side}.db" for side in trees}
@@ -254,11 +275,17 @@ def main() -> None:
         if args.first_call is not None:
             result = compare_first_calls(trees, databases, args.runs, args.passes)
         else:
-            result = compare(trees, databases, command, args.runs, cold=args.cold is not None)
+            cold = args.cold is not None
+            result = compare(trees, databases, command, args.runs, cold, edit)
         result["trees"] = {side: str(tree) for side, tree in trees.items()}
         if worktree is not None:
             result["base_revision"] = args.base
+        if edit is not None:
+            result["edited"] = str(edit)
     finally:
+        if edit is not None and kept is not None:
+            edit.write_bytes(kept[0])
+            os.utime(edit, ns=(kept[1].st_atime_ns, kept[1].st_mtime_ns))
         if worktree is not None:
             subprocess.run(
                 ["git", "-C", str(REPO), "worktree", "remove", "--force", str(worktree)],

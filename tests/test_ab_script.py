@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +67,21 @@ def test_a_base_that_is_neither_a_tree_nor_a_revision_is_one_line(tmp_path: Path
     assert done.returncode == 1
     assert "neither a folder holding a contextgraph package nor a revision" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_edit_before_each_run_gives_each_sync_one_changed_note(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    write_topic_notes(vault, 12)
+    note = sorted(vault.rglob("*.md"))[0]
+    before, stamp = note.read_bytes(), note.stat().st_mtime_ns
+    argv = ["--base", str(REPO), "--db-from", str(vault), "--edit", str(note), "--runs", "2"]
+    result = run_script("ab", *argv, "--workdir", str(tmp_path), "--", "sync")
+    assert result["edited"] == str(note.resolve())
+    for side in ("base", "new"):
+        assert len(result[side]["wall_runs_s"]) == 2
+    assert note.read_bytes() == before and note.stat().st_mtime_ns == stamp
+    with sqlite3.connect(tmp_path / "new.db") as conn:  # each sync read that run's edit
+        names = conn.execute("SELECT key FROM entities WHERE key LIKE 'ab-edit-%'").fetchall()
+        files = conn.execute("SELECT count(*) FROM files").fetchone()
+    conn.close()
+    assert files == (12,) and names  # the edits' concept, still linked by the last one
