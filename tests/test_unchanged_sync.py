@@ -347,11 +347,13 @@ def _lock_is_free(database: Path) -> bool:
     return True
 
 
+@pytest.mark.parametrize("edited", ["vault/a.md", "other/c.md"])
 def test_a_check_that_finds_work_hands_its_lock_and_scans_to_the_sync(
-    synced: Path, vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    synced: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edited: str
 ) -> None:
+    """Whichever source has the change ("other" is checked first), the check walks both."""
     twin = _copy_database(synced, tmp_path / "twin.db")
-    a = vault / "a.md"
+    a = tmp_path / edited
     a.write_text(a.read_text(encoding="utf-8") + " [[Epsilon]]", encoding="utf-8")
     assert unchanged.unchanged_report(synced, [], hand_over_to_sync=True) is None
     assert not _lock_is_free(synced)  # held for the sync that runs next: none can come between
@@ -359,7 +361,7 @@ def test_a_check_that_finds_work_hands_its_lock_and_scans_to_the_sync(
     with ContextGraph.open(synced) as graph:
         report = graph.sync(wait=False)  # the lock handed over: never "a sync is running"
         handed = snapshot(graph)
-    assert walked == []  # the check walked both folders ("other", then "vault") and read them
+    assert walked == []  # the check walked both folders and read their stored files
     assert _lock_is_free(synced)
     with ContextGraph.open(twin) as graph:
         plain = graph.sync()  # the same change, synced without a check before it

@@ -46,7 +46,7 @@ from contextgraph.settings import Settings
 from contextgraph.store.head import SCHEMA_HEAD
 from contextgraph.sync.lock import database_files, hand_over, lock_file
 from contextgraph.sync.report import Problem, SyncReport
-from contextgraph.sync.scan import ScannedFile, scan
+from contextgraph.sync.scan import ScannedFile, ScanResult, scan
 
 TYPE_CHECKING = False  # typing itself costs a light CLI run 20 ms; mypy honours the name
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ def unchanged_report(
         return None  # the full run waits for a running sync (or says so), or reports the error
     try:
         report.phases["lock"] = time.perf_counter() - started
-        _sync(db_path, settings, list(paths), report, scans)
+        _sync(db_path, settings, list(paths), report, scans, walk_all=hand_over_to_sync)
     except (_Changed, sqlite3.Error, OSError) as exc:
         if hand_over_to_sync and isinstance(exc, _Changed) and scans:
             hand_over(fd, database_files(db_path), scans)
@@ -162,9 +162,11 @@ def _sync(
     paths: list[str],
     report: SyncReport,
     scans: dict[tuple[int, str], Walk],
+    walk_all: bool = False,
 ) -> None:
     """Fill ``report`` as the full sync would, or raise :class:`_Changed`; each source's
-    scan goes to ``scans``."""
+    walk goes to ``scans``. ``walk_all``: once a source has work to do, still walk the others
+    (for the sync that takes the walks over) before raising."""
     quoted = str(db_path).replace("%", "%25").replace("?", "%3F").replace("#", "%23")
     conn = sqlite3.connect(
         f"file:{quoted}?mode=rw",
@@ -179,8 +181,21 @@ def _sync(
         if _rows(conn, "revision") != [(SCHEMA_HEAD,)]:
             raise _Changed  # the full open migrates (or refuses)
         registered = sorted(_rows(conn, "sources"), key=lambda row: row[1])
+        changed = False
         for source_id, name, root in _chosen(registered, paths):
-            _sync_source(conn, settings, db_path, (source_id, name, Path(root)), report, scans)
+            folder = Path(root)
+            if changed:  # the full sync's walks, made here for it to take over
+                if folder.is_dir():
+                    _walk(conn, db_path, source_id, folder, scans)
+                continue
+            try:
+                _sync_source(conn, settings, db_path, (source_id, name, folder), report, scans)
+            except _Changed:
+                if not walk_all:
+                    raise
+                changed = True
+        if changed:
+            raise _Changed
         t = time.perf_counter()
         if _rows(conn, "stale_marks"):
             raise _Changed  # a cold load to finish, a code graph or the communities to recompute
@@ -226,9 +241,7 @@ def _sync_source(
     report.sources.append(name)
     if not root.is_dir():
         raise _Changed  # the full sync reports the missing folder and exits 1
-    scanned = scan(root, exclude=database_files(db_path))
-    rows = _rows(conn, "files", source=source_id)
-    scans[source_id, str(root)] = (scanned, time.perf_counter() - t, rows)
+    scanned, rows = _walk(conn, db_path, source_id, root, scans)
     for rel, reason in scanned.problems:
         report.failed.append(Problem(name, rel, reason))
     report.scanned += len(scanned.files)
@@ -248,6 +261,22 @@ def _sync_source(
     if new:
         _read_failing(new, settings, name, report)
     report.phases["files"] = report.phases.get("files", 0.0) + time.perf_counter() - t
+
+
+def _walk(
+    conn: sqlite3.Connection,
+    db_path: Path,
+    source_id: int,
+    root: Path,
+    scans: dict[tuple[int, str], Walk],
+) -> tuple[ScanResult, list[tuple[Any, ...]]]:
+    """Walk a source's folder and read its stored files, as ``sync.run._plan`` does; both, with
+    the seconds they took, go to ``scans``."""
+    t = time.perf_counter()
+    scanned = scan(root, exclude=database_files(db_path))
+    rows = _rows(conn, "files", source=source_id)
+    scans[source_id, str(root)] = (scanned, time.perf_counter() - t, rows)
+    return scanned, rows
 
 
 def _read_failing(
