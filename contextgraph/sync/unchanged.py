@@ -21,10 +21,10 @@ that the full sync would write nothing:
 Anything else returns None and the CLI runs the sync itself, exactly as before, so the answer is
 always the full sync's (an error met here, a database the driver cannot read, is met there again
 and reported). With ``hand_over_to_sync`` (the entry point, which runs that sync next), a check
-that found work to do keeps the sync lock held and leaves it, with the folders it walked and the
-stored files it read, to that sync (:func:`contextgraph.sync.lock.hand_over`): no other sync can
-run between the two, and the full sync does neither again (syncing one edited note of 12,411:
-0.65 → 0.52 s).
+that found work to do walks the rest of the chosen folders too, keeps the sync lock held and
+leaves it, with the folders it walked and the stored files it read, to that sync
+(:func:`contextgraph.sync.lock.hand_over`): no other sync can run between the two, and the full
+sync does neither again (syncing one edited note of 12,411: 0.65 → 0.52 s).
 
 ``CONTEXTGRAPH_FULL_SYNC=1`` turns this off (every sync runs in full: to compare, or to time).
 The SQL is the driver-level text of Core statements defined beside the full sync's (named in
