@@ -24,7 +24,7 @@ and reported). With ``hand_over_to_sync`` (the entry point, which runs that sync
 that found work to do walks the rest of the chosen folders too, keeps the sync lock held and
 leaves it, with the folders it walked and the stored files it read, to that sync
 (:func:`contextgraph.sync.lock.hand_over`): no other sync can run between the two, and the full
-sync does neither again (syncing one edited note of 12,411: 0.65 → 0.52 s).
+sync does neither again (syncing one edited note of 12,411: 0.63 → 0.53 s).
 
 ``CONTEXTGRAPH_FULL_SYNC=1`` turns this off (every sync runs in full: to compare, or to time).
 The SQL is the driver-level text of Core statements defined beside the full sync's (named in
