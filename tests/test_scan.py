@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from contextgraph.code import CODE_EXTENSIONS, CONFIG_FILENAMES
-from contextgraph.sync.scan import NOTE_EXTENSIONS, file_kind, scan
+from contextgraph.sync.scan import NOTE_EXTENSIONS, file_kind, holds_at_least, scan
 
 
 def _paths(root: Path, **kwargs: object) -> dict[str, str]:
@@ -123,3 +124,29 @@ def test_once_found_is_called_once_when_the_walk_has_found_that_many_files(
     never: list[int] = []
     scan(tmp_path, once_found=(10, lambda: never.append(1)))
     assert never == []
+
+
+def test_holds_at_least_stops_walking_once_it_has_found_enough(tmp_path: Path) -> None:
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        for i in range(3):
+            (tmp_path / folder / f"n{i}.md").write_text("[[x]]", encoding="utf-8")
+    (tmp_path / "a" / "skip.txt").write_text("not ours", encoding="utf-8")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "h.md").write_text("[[x]]", encoding="utf-8")
+    assert holds_at_least([tmp_path], 6)  # the files a scan lists: notes, not .txt or hidden
+    assert not holds_at_least([tmp_path], 7)
+    assert holds_at_least([tmp_path / "a", tmp_path / "b"], 5)  # counted over the folders
+    assert not holds_at_least([tmp_path / "a", tmp_path / "missing"], 4)
+    assert holds_at_least([], 0) and not holds_at_least([], 1)
+    walked: list[str] = []
+    real = os.scandir
+
+    def listing(path: Any) -> Any:
+        walked.append(os.path.basename(path))
+        return real(path)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "scandir", listing)
+        assert holds_at_least([tmp_path], 2)
+    assert "b" not in walked  # "a" held enough: the walk ended there

@@ -90,10 +90,22 @@ def _sync_in_a_child(database: str, vault: str) -> None:
         graph.sync([vault])
 
 
-def test_a_cold_load_starts_its_workers_while_it_scans(tmp_path: Path) -> None:
-    """Into an empty store every file found is read: the pool starts once the scan has found
-    enough files for one, before the scan ends; a later sync of as many changed files starts
-    its pool as before, when its jobs are known. The store is the same either way."""
+LIBRARY_SYNC = """\
+import sys
+from contextgraph import ContextGraph
+
+if __name__ == "__main__":
+    with ContextGraph.open(sys.argv[1]) as graph:
+        graph.sync([sys.argv[2]])
+"""
+
+
+def test_a_cold_load_starts_its_workers_before_or_while_it_scans(tmp_path: Path) -> None:
+    """Into an empty store every file found is read. A CLI sync into a database yet to be
+    created starts its pool before it loads the library, once a walk has found enough files
+    for one; the library's sync starts it once its scan has found them, before the scan ends.
+    A later sync of as many changed files starts its pool as before, when its jobs are known;
+    a cold load of few files starts none. The store is the same either way."""
     vault = _vault(tmp_path / "vault")
     log = tmp_path / "events.log"
     site = _site(
@@ -109,6 +121,7 @@ def test_a_cold_load_starts_its_workers_while_it_scans(tmp_path: Path) -> None:
         _scan, _started = scan_module.scan, workers.started_pool
 
         def scan(*args, **kwargs):
+            log("walk")
             result = _scan(*args, **kwargs)
             log("scanned")
             return result
@@ -124,17 +137,41 @@ def test_a_cold_load_starts_its_workers_while_it_scans(tmp_path: Path) -> None:
     )
     first = _cli_sync(tmp_path / "g.db", vault, site)
     assert first["files"]["added"] == FILES
-    assert log.read_text(encoding="utf-8").splitlines() == ["pool started early", "scanned"]
+    # The CLI's walk that counts (ended once it found enough), the pool, then the sync's scan.
+    events = log.read_text(encoding="utf-8").splitlines()
+    assert events == ["walk", "pool started early", "walk", "scanned"]
     with ContextGraph.open(tmp_path / "g.db") as graph:
         assert snapshot(graph) == _inline_store(tmp_path / "inline.db", vault)
+
+    log.unlink()
+    script = tmp_path / "library_sync.py"
+    script.write_text(LIBRARY_SYNC, encoding="utf-8")
+    env = child_env(CONTEXTGRAPH_WORKERS="2")
+    env["PYTHONPATH"] = f"{site}:{env['PYTHONPATH']}"
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "library.db"), str(vault)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert log.read_text(encoding="utf-8").splitlines() == ["walk", "pool started early", "scanned"]
+    with ContextGraph.open(tmp_path / "library.db") as graph:
+        assert snapshot(graph) == _inline_store(tmp_path / "inline2.db", vault)
 
     log.unlink()
     for note in vault.iterdir():
         note.write_text(note.read_text(encoding="utf-8") + "[[Edited]]\n", encoding="utf-8")
     again = _cli_sync(tmp_path / "g.db", vault, site)
     assert again["files"]["updated"] == FILES
-    events = log.read_text(encoding="utf-8").splitlines()  # the CLI's no-change check scans too
-    assert events and set(events) == {"scanned"}
+    events = log.read_text(encoding="utf-8").splitlines()  # the CLI's no-change check scans
+    assert events and set(events) == {"walk", "scanned"}
+
+    log.unlink()
+    few = _vault(tmp_path / "few", files=20)
+    assert _cli_sync(tmp_path / "few.db", few, site)["files"]["added"] == 20
+    assert "pool started early" not in log.read_text(encoding="utf-8").splitlines()
 
 
 def test_a_file_that_kills_its_worker_is_reported_failed_and_the_sync_goes_on(

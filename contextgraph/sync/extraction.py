@@ -4,7 +4,9 @@ A sync reads and extracts few files in its own process; more (:data:`POOL_THRESH
 pool of worker processes (:mod:`contextgraph.sync.workers`), whose results come back in job
 order. One :class:`Extraction` serves all the folders of a sync, each taking its own jobs'
 results in turn. A sync into an empty store knows during its scan that the pool will be needed
-and starts it then (:meth:`Extraction.early_start`).
+and starts it then (:meth:`Extraction.early_start`). A CLI sync into a database yet to be
+created knows it before it loads the library, and starts the pool even earlier
+(:func:`prestart`), for the sync to take over.
 
 This module loads no multiprocessing: a sync without a pool never imports it.
 """
@@ -24,6 +26,39 @@ if TYPE_CHECKING:
     from contextgraph.sync.ingest import Job, Prepared
 
 POOL_THRESHOLD = 400  # files to extract before a process pool pays for its start-up
+_prestarted: ProcessPoolExecutor | None = None  # by prestart, for the next round that needs one
+
+
+def prestart(settings: Settings) -> bool:
+    """Start the worker pool of a sync to come; True if one was started.
+
+    For the CLI: a sync into a database yet to be created, of folders that hold enough files
+    for a pool, will need one. Started before the library loads, its workers start while the
+    CLI imports, not once the sync's scan has begun. The first round that needs a pool takes
+    this one (:meth:`Extraction.start_pool`, :meth:`Extraction.begin`);
+    :func:`drop_prestarted` shuts down one that none took.
+    """
+    global _prestarted
+    workers, _ = pool_size(settings.workers, os.cpu_count() or 1)
+    if not workers or _prestarted is not None:
+        return False
+    from contextgraph.sync.workers import started_pool
+
+    _prestarted = started_pool(workers)
+    return True
+
+
+def drop_prestarted() -> None:
+    """Shut down a pool :func:`prestart` started that no round took over."""
+    pool = _take_prestarted()
+    if pool is not None:
+        pool.shutdown(cancel_futures=True)
+
+
+def _take_prestarted() -> ProcessPoolExecutor | None:
+    global _prestarted
+    pool, _prestarted = _prestarted, None
+    return pool
 
 
 class Extraction:
@@ -48,12 +83,14 @@ class Extraction:
         if workers and self._pool is None:
             from contextgraph.sync.workers import started_pool
 
-            self._pool = started_pool(workers)
+            self._pool = _take_prestarted() or started_pool(workers)
 
     def begin(self, jobs: list[Job]) -> None:
         """Start extracting ``jobs`` (in the pool started early, if any)."""
         if jobs:
             pool, self._pool = self._pool, None
+            if pool is None and len(jobs) >= POOL_THRESHOLD:
+                pool = _take_prestarted()
             self._results = iter(_prepare_all(jobs, self.settings, self.notes, pool))
 
     def take(self, count: int) -> Iterator[Prepared]:
@@ -111,4 +148,11 @@ def pool_size(workers: int, cores: int) -> tuple[int, int]:
     return min(MAX_WORKERS, cores - 1), 1
 
 
-__all__ = ["MAX_WORKERS", "POOL_THRESHOLD", "Extraction", "pool_size"]
+__all__ = [
+    "MAX_WORKERS",
+    "POOL_THRESHOLD",
+    "Extraction",
+    "drop_prestarted",
+    "pool_size",
+    "prestart",
+]

@@ -150,6 +150,28 @@ def scan(
     return result
 
 
+class _Enough(Exception):
+    """Ends a walk of :func:`holds_at_least` that has found what it looked for."""
+
+
+def holds_at_least(roots: Iterable[Path], count: int) -> bool:
+    """True if the walks of ``roots`` (as :func:`scan` walks them) find ``count`` files; each
+    walk stops once the files found reach ``count``."""
+
+    def enough() -> None:
+        raise _Enough
+
+    found = 0
+    for root in roots:
+        if found >= count:
+            break
+        try:
+            found += len(scan(root, once_found=(count - found, enough)).files)
+        except _Enough:
+            return True
+    return found >= count
+
+
 def _is_utf8(name: str) -> bool:
     """False for a name holding surrogate escapes (bytes that were not UTF-8)."""
     try:
