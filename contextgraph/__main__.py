@@ -12,16 +12,18 @@ def main() -> None:
     """Have a resident server answer (:mod:`contextgraph.launch`), else a sync that changes
     nothing (:func:`unchanged_sync`), else run the CLI here."""
     argv = sys.argv[1:]
+    prestarted = False
     try:
         code = launch.forward(argv)
         if code is None:
             code = unchanged_sync(argv, hand_over=True)
+        if code is None:
+            prestarted = prestart_cold_load(argv)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(launch.EXIT_INTERRUPTED)
     if code is not None:
         sys.exit(code)
-    prestarted = prestart_cold_load(argv)
     from contextgraph.cli import main as run_here
 
     try:
