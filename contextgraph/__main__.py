@@ -40,12 +40,11 @@ def prestart_cold_load(argv: list[str]) -> bool:
     files for a worker pool, start the pool now (:func:`contextgraph.sync.extraction.prestart`):
     its workers start while this process imports the library (0.2 s), not once the sync has
     begun its scan. True if one was started."""
-    asked = launch.plain_sync(argv)
+    asked = _file_sync(argv)
     if asked is None:
         return False
-    database, paths, _ = asked
-    key = launch.database_key(database or launch.default_database())
-    if not paths or key is None or "://" in key:
+    key, paths, _ = asked
+    if not paths:
         return False
     import os
 
@@ -72,13 +71,10 @@ def unchanged_sync(argv: list[str], *, hand_over: bool = False) -> int | None:
     (:mod:`contextgraph.sync.unchanged`, no SQLAlchemy or click loaded); its exit status, or
     None to run the CLI. ``hand_over``: the CLI's sync runs next, in this process, and takes
     over the lock and the scans of a check that found work to do."""
-    asked = launch.plain_sync(argv)
+    asked = _file_sync(argv)
     if asked is None:
         return None
-    database, paths, as_json = asked
-    key = launch.database_key(database or launch.default_database())
-    if key is None or "://" in key:
-        return None
+    key, paths, as_json = asked
     from pathlib import Path
 
     from contextgraph.sync.unchanged import unchanged_report
@@ -101,6 +97,19 @@ def unchanged_sync(argv: list[str], *, hand_over: bool = False) -> int | None:
     except BrokenPipeError:  # the reader went away (`| head`): end quietly, as the CLI does
         launch.quiet_closed_stdout()
     return 0
+
+
+def _file_sync(argv: list[str]) -> tuple[str, list[str], bool] | None:
+    """(database file's real path, folder paths, ``--json``) of a plain ``sync`` line
+    (:func:`contextgraph.launch.plain_sync`) on a database file; None for anything else."""
+    asked = launch.plain_sync(argv)
+    if asked is None:
+        return None
+    database, paths, as_json = asked
+    key = launch.database_key(database or launch.default_database())
+    if key is None or "://" in key:
+        return None
+    return key, paths, as_json
 
 
 if __name__ == "__main__":

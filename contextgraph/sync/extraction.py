@@ -39,13 +39,10 @@ def prestart(settings: Settings) -> bool:
     :func:`drop_prestarted` shuts down one that none took.
     """
     global _prestarted
-    workers, _ = pool_size(settings.workers, os.cpu_count() or 1)
-    if not workers or _prestarted is not None:
+    if _prestarted is not None:
         return False
-    from contextgraph.sync.workers import started_pool
-
-    _prestarted = started_pool(workers)
-    return True
+    _prestarted = _started_pool(settings)
+    return _prestarted is not None
 
 
 def drop_prestarted() -> None:
@@ -53,6 +50,16 @@ def drop_prestarted() -> None:
     pool = _take_prestarted()
     if pool is not None:
         pool.shutdown(cancel_futures=True)
+
+
+def _started_pool(settings: Settings) -> ProcessPoolExecutor | None:
+    """A worker pool started now, of :func:`pool_size`'s workers; None where there are none."""
+    workers, _ = pool_size(settings.workers, os.cpu_count() or 1)
+    if not workers:
+        return None
+    from contextgraph.sync.workers import started_pool
+
+    return started_pool(workers)
 
 
 def _take_prestarted() -> ProcessPoolExecutor | None:
@@ -79,11 +86,8 @@ class Extraction:
     def start_pool(self) -> None:
         """Start the worker pool now, before :meth:`begin` (a cold load that found enough
         files: the workers start while the scan goes on)."""
-        workers, _ = pool_size(self.settings.workers, os.cpu_count() or 1)
-        if workers and self._pool is None:
-            from contextgraph.sync.workers import started_pool
-
-            self._pool = _take_prestarted() or started_pool(workers)
+        if self._pool is None:
+            self._pool = _take_prestarted() or _started_pool(self.settings)
 
     def begin(self, jobs: list[Job]) -> None:
         """Start extracting ``jobs`` (in the pool started early, if any)."""

@@ -133,11 +133,13 @@ def unchanged_report(
     try:
         report.phases["lock"] = time.perf_counter() - started
         _sync(db_path, settings, list(paths), report, scans, walk_all=hand_over_to_sync)
-    except (_Changed, sqlite3.Error, OSError) as exc:
-        if hand_over_to_sync and isinstance(exc, _Changed) and scans:
+    except _Changed:
+        if hand_over_to_sync and scans:
             hand_over(fd, database_files(db_path), scans)
-            fd = -1
-        return None  # the full run redoes the rest, and reports errors
+            fd = -1  # held on for the sync that runs next
+        return None  # the full run redoes the rest
+    except (sqlite3.Error, OSError):
+        return None  # the full run meets the error again and reports it
     finally:
         if fd >= 0:
             os.close(fd)  # releases the lock
