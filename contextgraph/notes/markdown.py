@@ -30,7 +30,10 @@ which tells its paragraphs apart as markdown-it would.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable
+from itertools import accumulate, count
+from operator import add
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -152,9 +155,11 @@ BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
 # Where a part starts (see _parts): an unindented line after a blank line, or an unindented
 # bullet list item with content.
 _RESTART_RE = re.compile(r"\n[ \t]*\n(?=[^ \t\n])|\n(?=[-+*][ \t]+[^ \t\n])")
-# What a part must hold to leave a fenced code block or an HTML block open at its end (a fence
-# marker, a line starting with `<`), or to define a link reference (`]:`).
-_CARRIES_RE = re.compile(r"```|~~~|\]:|^[ \t>*+.)0-9-]*<", re.MULTILINE)
+# What a part must hold to leave a fenced code block or an HTML block open at its end: a fence
+# marker, or a `<` after nothing but these characters on its line (besides `]:`, which defines
+# a link reference).
+_FENCE_MARKERS = ("```", "~~~")
+_BEFORE_HTML_RE = re.compile(r"[ \t>*+.)0-9-]*")
 
 
 class _Source:
@@ -176,19 +181,31 @@ class _Source:
             src = src[: blank.end()]
         self.src = src
         self.lines = src.split("\n")
-        self.starts: list[int] = []  # offset in the original text of each line
-        pos = start
-        for line in self.lines:
-            self.starts.append(pos)
-            pos += len(line)
-            if text.startswith("\r\n", pos):
-                pos += 2
-            else:
-                pos += 1
+        # The offset in the original text of each line: with LF line ends, the lengths of the
+        # lines before it plus one per line (summed in C: a long note has thousands of lines).
+        self.starts: list[int] = (
+            list(map(add, accumulate(map(len, self.lines[:-1]), initial=start), count()))
+            if "\r" not in body
+            else _crlf_starts(text, start, self.lines)
+        )
 
 
-def _part_starts(src: str) -> list[tuple[int, int]]:
-    """(line, offset) where each part of ``src`` starts, then (-1, ``len(src)``).
+def _crlf_starts(text: str, start: int, lines: list[str]) -> list[int]:
+    """Where each of ``lines`` starts in ``text``, whose lines end in CR LF, CR or LF."""
+    starts = []
+    pos = start
+    for line in lines:
+        starts.append(pos)
+        pos += len(line)
+        if text.startswith("\r\n", pos):
+            pos += 2
+        else:
+            pos += 1
+    return starts
+
+
+def _part_starts(src: str) -> list[int]:
+    """Where each part of ``src`` starts, then ``len(src)``.
 
     A part starts at an unindented line after a blank line, or at an unindented bullet list
     item with content (``- x``, which ends every paragraph, block quote, list item, indented
@@ -196,14 +213,24 @@ def _part_starts(src: str) -> list[tuple[int, int]]:
     ended, but for a list that goes on with this item (an item parsed as if it started a new
     list: the same), a fenced code block and an HTML block; :func:`_parse` checks those.
     """
-    starts = [(0, 0)]
-    line = pos = 0
-    for m in _RESTART_RE.finditer(src):
-        line += src.count("\n", pos, m.end())
-        pos = m.end()
-        starts.append((line, pos))
-    starts.append((-1, len(src)))
-    return starts
+    return [0, *[m.end() for m in _RESTART_RE.finditer(src)], len(src)]
+
+
+def _parts_holding(src: str, starts: list[int], needle: str, html: bool = False) -> set[int]:
+    """The parts of ``src`` (indices into ``starts``) that hold ``needle``; with ``html``, only
+    where it follows nothing but :data:`_BEFORE_HTML_RE`'s characters on its line. ``needle``
+    holds no line break, so one occurrence lies in one part; after the first occurrence in a
+    part the search goes on at the next part."""
+    held: set[int] = set()
+    pos = src.find(needle)
+    while pos >= 0:
+        if html and not _BEFORE_HTML_RE.fullmatch(src, src.rfind("\n", 0, pos) + 1, pos):
+            pos = src.find(needle, pos + 1)
+            continue
+        part = bisect_right(starts, pos) - 1
+        held.add(part)
+        pos = src.find(needle, starts[part + 1])
+    return held
 
 
 def _open_block(tokens: list[Token], lines: int) -> tuple[int, int] | None:
@@ -232,22 +259,32 @@ def _parse(src: str, env: dict[str, Any]) -> list[tuple[int, list[Token]]]:
     out: list[tuple[int, list[Token]]] = []
     starts = _part_starts(src)
     parts = len(starts) - 1
+    # The parts worth a look, found with a few fast searches of the whole source rather than a
+    # test of each part (a long note has thousands of parts, most of them skipped).
+    linked = _parts_holding(src, starts, "[[")
+    references = _parts_holding(src, starts, "]:")
+    carrying = references.union(
+        *(_parts_holding(src, starts, marker) for marker in _FENCE_MARKERS),
+        _parts_holding(src, starts, "<", html=True),
+    )
+    counted = line = 0  # line is the number of line breaks in src[:counted]
     i = 0
-    while i < parts:
-        line, a = starts[i]
-        b = starts[i + 1][1]
-        chunk = src[a:b]
-        i += 1
-        if "[[" in chunk:
-            if "]:" not in chunk:
-                if fast_path_ok(chunk, 0):
-                    continue
-                outline = outline_blocks(chunk)
-                if outline is not None:
-                    out.append((line, outline))
-                    continue
-        elif not _CARRIES_RE.search(chunk):
+    for k in sorted(linked | carrying):
+        if k < i:  # taken in by a parse grown past it
             continue
+        i = k
+        a, b = starts[i], starts[i + 1]
+        line += src.count("\n", counted, a)
+        counted = a
+        i += 1
+        if k in linked and k not in references:
+            chunk = src[a:b]
+            if fast_path_ok(chunk, 0):
+                continue
+            outline = outline_blocks(chunk)
+            if outline is not None:
+                out.append((line, outline))
+                continue
         grow = 1
         while True:
             tokens: list[Token] = []
@@ -255,14 +292,15 @@ def _parse(src: str, env: dict[str, Any]) -> list[tuple[int, list[Token]]]:
             still_open = _open_block(tokens, src.count("\n", a, b)) if i < parts else None
             if still_open is None:
                 break
-            k, first = still_open
-            out.append((line, tokens[:k]))
+            opened, first = still_open
+            out.append((line, tokens[:opened]))
             for _ in range(first):  # to the open block's first line
                 a = src.index("\n", a) + 1
             line += first
+            counted = a
             grow *= 2
             i = min(parts, i + grow)
-            b = starts[i][1]
+            b = starts[i]
         out.append((line, tokens))
     return out
 
@@ -319,9 +357,16 @@ def find_links_markdown(text: str, start: int, *, code_in_links: bool = True) ->
                 piece, line = pieces[k], first + k
                 shift = len(lines[line].rstrip()) - len(piece.rstrip())
                 add(line, shift + s - piece_starts[k], s, e, embed)
-    for line, covers in enumerate(covered):
-        if not covers and "[[" in lines[line]:
+    # The lines outside every block that hold a "[[" are scanned as written.
+    src, counted, line = source.src, 0, 0
+    at = src.find("[[")
+    while at >= 0:
+        line += src.count("\n", counted, at)
+        counted = at
+        if not covered[line]:
             scan(lines[line], starts[line], text, links)
+        end = src.find("\n", at)
+        at = src.find("[[", end) if end >= 0 else -1
     links.sort(key=lambda link: link.start)
     return links
 
