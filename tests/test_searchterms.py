@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 
 from contextgraph.graph.searchterms import (
     MAX_PARTS_CHARS,
+    body_start,
     camel_parts,
     compound_words,
+    first_heading,
     identifier_parts,
     meta_terms,
     spellings,
@@ -108,3 +110,23 @@ def test_meta_terms_unchanged_for_a_note_and_a_code_path() -> None:
         "how to",
         "md",
     ]
+
+
+# The definition of a note's first heading: an ATX heading line, the first from the body's start.
+HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+headed = st.text(alphabet="#- \t\r\nab.", max_size=60) | st.text(max_size=30)
+
+
+@settings(max_examples=600, deadline=None)
+@given(headed)
+def test_first_heading_matches_the_definition(text: str) -> None:
+    match = HEADING.search(text, body_start(text))
+    assert first_heading(text) == (match.group(1).strip() if match else None)
+
+
+def test_first_heading_examples() -> None:
+    assert first_heading("# Title\nbody") == "Title"
+    assert first_heading("---\ntitle: x\n---\n## Second #\n# Later") == "Second"
+    assert first_heading("text #not a heading\n#nospace\n\n### Third\r\n") == "Third"
+    assert first_heading("---\n# in frontmatter\n---\nno heading") is None
+    assert first_heading("") is None
