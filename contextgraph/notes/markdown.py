@@ -156,8 +156,8 @@ BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
 # bullet list item with content.
 _RESTART_RE = re.compile(r"\n[ \t]*\n(?=[^ \t\n])|\n(?=[-+*][ \t]+[^ \t\n])")
 # What a part must hold to leave a fenced code block or an HTML block open at its end: a fence
-# marker, or a `<` after nothing but these characters on its line (besides `]:`, which defines
-# a link reference).
+# marker, or a `<` with nothing before it on its line but container and list markers and
+# blanks (_BEFORE_HTML_RE). A part that defines a link reference holds `]:`.
 _FENCE_MARKERS = ("```", "~~~")
 _BEFORE_HTML_RE = re.compile(r"[ \t>*+.)0-9-]*")
 
@@ -216,15 +216,18 @@ def _part_starts(src: str) -> list[int]:
     return [0, *[m.end() for m in _RESTART_RE.finditer(src)], len(src)]
 
 
-def _parts_holding(src: str, starts: list[int], needle: str, html: bool = False) -> set[int]:
-    """The parts of ``src`` (indices into ``starts``) that hold ``needle``; with ``html``, only
-    where it follows nothing but :data:`_BEFORE_HTML_RE`'s characters on its line. ``needle``
-    holds no line break, so one occurrence lies in one part; after the first occurrence in a
-    part the search goes on at the next part."""
+def _parts_holding(
+    src: str, starts: list[int], needle: str, *, line_start: bool = False
+) -> set[int]:
+    """The parts of ``src`` (indices into ``starts``) that hold ``needle``; with
+    ``line_start``, only where nothing but :data:`_BEFORE_HTML_RE` precedes it on its line.
+
+    ``needle`` holds no line break, so an occurrence lies in one part; after a part's first,
+    the search goes on at the next part."""
     held: set[int] = set()
     pos = src.find(needle)
     while pos >= 0:
-        if html and not _BEFORE_HTML_RE.fullmatch(src, src.rfind("\n", 0, pos) + 1, pos):
+        if line_start and not _BEFORE_HTML_RE.fullmatch(src, src.rfind("\n", 0, pos) + 1, pos):
             pos = src.find(needle, pos + 1)
             continue
         part = bisect_right(starts, pos) - 1
@@ -265,7 +268,7 @@ def _parse(src: str, env: dict[str, Any]) -> list[tuple[int, list[Token]]]:
     references = _parts_holding(src, starts, "]:")
     carrying = references.union(
         *(_parts_holding(src, starts, marker) for marker in _FENCE_MARKERS),
-        _parts_holding(src, starts, "<", html=True),
+        _parts_holding(src, starts, "<", line_start=True),
     )
     counted = line = 0  # line is the number of line breaks in src[:counted]
     i = 0
