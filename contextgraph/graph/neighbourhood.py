@@ -17,7 +17,6 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from operator import itemgetter
 from typing import Any, ClassVar, Literal
 
 from sqlalchemy import Connection, Engine
@@ -518,8 +517,7 @@ class Neighbourhoods:
 
     def _compute(self, cid: int) -> Scored:
         """A concept's list, up to :data:`PREFIX_ROWS` + 1 neighbours: a prefix if there are
-        more, valid until the first tick of any of the concept's notes (the rows' own ticks
-        when the list is whole)."""
+        more, valid until the first tick of any of the concept's notes."""
         s = self.settings
         rows = compiled_tuples(
             self.conn,
@@ -527,11 +525,7 @@ class Neighbourhoods:
             lambda: scored_statement(s, prefix=True),
             {"cid": cid, "now": self.now, "rows": PREFIX_ROWS + 1},
         )
-        prefix_valid_until = None
-        if len(rows) > PREFIX_ROWS:  # more neighbours than fetched: a prefix
-            first_tick = rows[0][4]
-            prefix_valid_until = math.inf if first_tick is None else float(first_tick)
-        result = self._scored(cid, rows, prefix_valid_until)
+        result = self._scored(cid, rows, prefix=len(rows) > PREFIX_ROWS)
         return result.view(self.names, partial(self._whole, cid))
 
     def _whole(self, cid: int) -> Scored:
@@ -545,18 +539,12 @@ class Neighbourhoods:
         )
         return self._scored(cid, rows)
 
-    def _scored(
-        self, cid: int, rows: Sequence[tuple[Any, ...]], prefix_valid_until: float | None = None
-    ) -> Scored:
-        """Cache the list of ``rows`` (n, count, weight sum, next tick, ...), in rank order: the
-        whole list, valid until its rows' first tick, or (``prefix_valid_until`` given) a
-        prefix, valid until then."""
+    def _scored(self, cid: int, rows: Sequence[tuple[Any, ...]], *, prefix: bool = False) -> Scored:
+        """Cache the list of ``rows`` (n, count, weight sum, first tick of the concept's notes),
+        in rank order: the whole list or (``prefix``) its first rows, valid until that tick."""
         edges = {row[0]: (row[1], float(row[2])) for row in rows}
-        valid_until = prefix_valid_until
-        if valid_until is None:
-            ticks = [tick for tick in map(itemgetter(3), rows) if tick is not None]
-            valid_until = float(min(ticks)) if ticks else math.inf
-        prefix = prefix_valid_until is not None
+        first_tick = rows[0][3] if rows else None
+        valid_until = math.inf if first_tick is None else float(first_tick)
         result = Scored(edges, [], self.now, valid_until, order=list(edges), prefix=prefix)
         self.state.scored[cid] = result
         self.state.edges += len(edges)
