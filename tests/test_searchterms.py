@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -130,3 +131,26 @@ def test_first_heading_examples() -> None:
     assert first_heading("text #not a heading\n#nospace\n\n### Third\r\n") == "Third"
     assert first_heading("---\n# in frontmatter\n---\nno heading") is None
     assert first_heading("") is None
+
+
+def test_one_search_per_compound_run_however_many_hints_it_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A run such as a 10 MB "aAaA…" holds millions of case boundaries; each pattern must search
+    # once per run (and once more to find none), not once per boundary.
+    from contextgraph.graph import searchterms
+
+    calls = []
+
+    class Counting:
+        def __init__(self, pattern: re.Pattern[bytes]) -> None:
+            self.pattern = pattern
+
+        def search(self, *args: object) -> re.Match[bytes] | None:
+            calls.append(args[1:])
+            return self.pattern.search(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(searchterms, "_HINTS", tuple(Counting(p) for p in searchterms._HINTS))
+    text = "aA" * 5000 + " x_y_z " + "Ab" * 3000 + " plain words"
+    assert compound_words(text) == ["aA" * 5000, "x_y_z", "Ab" * 3000]
+    assert len(calls) <= 2 * (3 + 1)

@@ -101,21 +101,17 @@ def compound_words(text: str) -> list[str]:
     """
     # One class per character: encoding to ASCII replaces each other character with one "?".
     classes = text.encode("ascii", "replace").translate(_CLASSES)
-    hints = [match.start() for pattern in _HINTS for match in pattern.finditer(classes)]
-    if not hints:
-        return []
-    hints.sort()
-    found: dict[str, None] = {}
-    end = -1
-    for hint in hints:
-        if hint < end:  # in the run just taken
-            continue
-        start = classes.rfind(b" ", 0, hint) + 1
-        end = classes.find(b" ", hint)
-        if end < 0:
-            end = len(classes)
-        found[text[start:end]] = None
-    return list(found)
+    runs: dict[int, int] = {}  # start -> end of each compound run
+    for pattern in _HINTS:
+        match = pattern.search(classes)
+        while match is not None:  # one search per run, however many hints it holds
+            start = classes.rfind(b" ", 0, match.start()) + 1
+            end = classes.find(b" ", match.end())
+            if end < 0:
+                end = len(classes)
+            runs[start] = end
+            match = pattern.search(classes, end)
+    return list(dict.fromkeys(text[start : runs[start]] for start in sorted(runs)))
 
 
 def identifier_parts(text: str) -> str:
