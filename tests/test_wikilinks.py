@@ -846,3 +846,23 @@ def test_created_as_epoch_milliseconds_is_read_like_dendron_writes_it() -> None:
     assert facts.warnings == ()
     seconds = _extract("---\ncreated: 1595952505\n---\n")
     assert seconds.created is not None and seconds.created.year == 2020
+
+
+def test_a_long_line_of_inline_html_is_looked_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only a line's first `<` can start an HTML block; a line of a hundred thousand inline tags
+    # must not be checked tag by tag (each check scans back to the line's start: quadratic).
+    from contextgraph.notes import markdown
+
+    checked: list[tuple[int, int]] = []
+
+    class Counting:
+        def fullmatch(self, src: str, pos: int, endpos: int) -> re.Match[str] | None:
+            checked.append((pos, endpos))
+            return PATTERN.fullmatch(src, pos, endpos)
+
+    PATTERN = markdown._BEFORE_HTML_RE
+    monkeypatch.setattr(markdown, "_BEFORE_HTML_RE", Counting())
+    text = "x " + "a<b " * 100_000 + "\n\n<div>\n\n[[link]] `code`\n"
+    links = find_links_markdown(text, 0)
+    assert [link.concept for link in links] == ["link"]
+    assert len(checked) == 2  # the long line's first `<`, and the `<div>` line

@@ -223,12 +223,15 @@ def _parts_holding(
     ``line_start``, only where nothing but :data:`_BEFORE_HTML_RE` precedes it on its line.
 
     ``needle`` holds no line break, so an occurrence lies in one part; after a part's first,
-    the search goes on at the next part."""
+    the search goes on at the next part. With ``line_start`` only a line's first occurrence
+    can qualify (a later one has the first one before it), so after one that does not, the
+    search goes on at the next line: each line is looked at once, however long."""
     held: set[int] = set()
     pos = src.find(needle)
     while pos >= 0:
         if line_start and not _BEFORE_HTML_RE.fullmatch(src, src.rfind("\n", 0, pos) + 1, pos):
-            pos = src.find(needle, pos + 1)
+            end = src.find("\n", pos)
+            pos = src.find(needle, end) if end >= 0 else -1
             continue
         part = bisect_right(starts, pos) - 1
         held.add(part)
