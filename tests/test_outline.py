@@ -132,3 +132,15 @@ def outlines(bullets: list[str], starts: list[str], end: str = "") -> st.SearchS
 )
 def test_outlines_agree_with_markdown_it(text: str) -> None:
     agree(text)
+
+
+def test_an_item_short_of_the_innermost_item_ends_the_paragraph() -> None:
+    # The tab puts the last item four columns past the outer items it reaches, but short of
+    # the nested item's content: markdown-it ends the paragraph there and reads indented code
+    # (a lazy continuation, as CommonMark's reference reads it, would hold a second link).
+    text = "- [[a]] x\n - x\n  - x\n   - x\n      - x\n\t- [[a]]x\n"
+    agree(text)
+    assert concepts(text) == {"a": 1}
+    heading = "- [[a]] x\n - x\n  - x\n   - x\n      - x\n\t## [[b]]\n"
+    agree(heading)
+    assert concepts(heading) == {"a": 1}

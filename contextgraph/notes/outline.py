@@ -24,10 +24,13 @@ definition could start a paragraph) and starts where nothing is open (see
   is indented four or more columns past the last of them: that is indented code (give up);
 - an item line starts a list item inside the items its indentation reaches (a bullet item
   with content interrupts a paragraph); four or more columns past the last of them, it is
-  text of the open paragraph instead (or, with none open, code: give up). Its content opens
-  a paragraph, or is a heading, after which no paragraph is open;
+  text of the open paragraph instead if it reaches every open item, and code otherwise (with
+  no paragraph open, too): give up. markdown-it lets an item or a heading that falls short of
+  the innermost item's content interrupt the paragraph there, however far it is indented
+  past the items it reaches. Its content opens a paragraph, or is a heading, after which no
+  paragraph is open;
 - a heading line closes the items its indentation does not reach; four or more columns past
-  the last it reaches, it is text (or code, as above).
+  the last it reaches, it is text or code, as an item line is.
 
 Columns count tabs to the next multiple of four, as markdown-it does. Item content starts
 two columns past the bullet (one space: more, or a tab, gives up). Past eight levels of
@@ -112,7 +115,10 @@ def outline_blocks(chunk: str) -> list[Token] | None:
                 paragraphs[-1][1].append(rest)
                 continue
         if past >= 4:  # as text of the open paragraph, or indented code
-            if not open_:
+            if not open_ or reached < len(stack):
+                # Short of the innermost item, the line ends its paragraph (markdown-it lets
+                # an item or heading there interrupt it), and past the last item it reaches,
+                # it is indented code.
                 return None
             paragraphs[-1][1].append(rest)
             continue
