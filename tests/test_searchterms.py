@@ -154,3 +154,13 @@ def test_one_search_per_compound_run_however_many_hints_it_holds(
     text = "aA" * 5000 + " x_y_z " + "Ab" * 3000 + " plain words"
     assert compound_words(text) == ["aA" * 5000, "x_y_z", "Ab" * 3000]
     assert len(calls) <= 2 * (3 + 1)
+
+
+def test_a_long_heading_of_hashes_is_read_in_one_pass() -> None:
+    # The definition's lazy group backtracks over such a line once per character (a 16 kB line
+    # took 0.9 s, a 1 MB one would take hours); first_heading reads it in one pass.
+    line = "# " + "# " * 32_000 + "x"
+    assert first_heading(line + "\nbody") == "# " * 32_000 + "x"
+    assert first_heading("# " * 32_000 + "\n## Next") == "#"
+    assert first_heading("#  \n") == ""
+    assert first_heading("# \n## b") == "b"  # one blank and nothing after: not a heading
