@@ -866,3 +866,29 @@ def test_a_long_line_of_inline_html_is_looked_at_once(monkeypatch: pytest.Monkey
     links = find_links_markdown(text, 0)
     assert [link.concept for link in links] == ["link"]
     assert len(checked) == 2  # the long line's first `<`, and the `<div>` line
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 60), st.integers(1, 8)), max_size=12),
+    st.integers(0, 70),
+    st.integers(1, 12),
+)
+def test_ranges_meeting_a_stretch_agree_with_checking_each(
+    spans: list[tuple[int, int]], start: int, length: int
+) -> None:
+    # links_in_inline finds the code spans and comments a link meets by bisection (a long
+    # paragraph of links and code spans was quadratic); overlapping ranges are checked one by one.
+    from contextgraph.notes.markdown import _Ranges
+
+    ranges = [(a, a + n) for a, n in spans]
+    end = start + length
+    expected = sorted(r for r in ranges if r[0] < end and r[1] > start)
+    assert sorted(_Ranges(ranges).meeting(start, end)) == expected
+    disjoint, last = [], 0
+    for a, n in sorted(spans):
+        if a >= last:
+            disjoint.append((a, a + n))
+            last = a + n
+    expected = [r for r in disjoint if r[0] < end and r[1] > start]
+    assert _Ranges(disjoint).meeting(start, end) == expected

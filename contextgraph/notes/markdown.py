@@ -30,7 +30,7 @@ which tells its paragraphs apart as markdown-it would.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from itertools import accumulate, count
 from operator import add
@@ -113,6 +113,28 @@ def _blank(content: str, regions: list[tuple[int, int]]) -> str:
     return "".join(parts)
 
 
+class _Ranges:
+    """Ranges (start, end) of a paragraph, and which of them meet a stretch of it.
+
+    The code spans and comments of one inline parse come in order without overlapping, so the
+    ranges meeting a link are found by bisection: a paragraph of thousands of links and code
+    spans took the square of their number to check them all against each other (a 200 kB
+    note: 10 s). Ranges that do overlap are checked one by one, as before.
+    """
+
+    def __init__(self, ranges: list[tuple[int, int]]) -> None:
+        self.ranges = sorted(ranges)
+        self.starts = [a for a, _ in self.ranges]
+        self.ends = [b for _, b in self.ranges]
+        self.ordered = all(b <= a for b, a in zip(self.ends, self.starts[1:], strict=False))
+
+    def meeting(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The ranges that overlap ``[start, end)``."""
+        if not self.ordered:
+            return [r for r in self.ranges if r[0] < end and r[1] > start]
+        return self.ranges[bisect_right(self.ends, start) : bisect_left(self.starts, end)]
+
+
 def links_in_inline(
     content: str, env: dict[str, Any], *, code_in_links: bool = True
 ) -> list[tuple[int, int, bool]]:
@@ -132,13 +154,14 @@ def links_in_inline(
     masked = _blank(content, code + comments)
     found = [(m.start(), m.end()) for m in LINK_RE.finditer(masked)]
     if code_in_links and code:
+        code_spans, comment_spans = _Ranges(code), _Ranges(comments)
         for m in LINK_RE.finditer(content):
             s, e = m.start(), m.end()
-            inside = [r for r in code if r[0] < e and r[1] > s]
+            inside = code_spans.meeting(s, e)
             if (
                 inside
                 and all(s + 2 <= a and b <= e - 2 for a, b in inside)
-                and not any(a < e and b > s for a, b in comments)
+                and not comment_spans.meeting(s, e)
             ):
                 found.append((s, e))
         found.sort()
