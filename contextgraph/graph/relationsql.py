@@ -231,7 +231,7 @@ def scored_statement(
     weight); every row carries the first tick of all the concept's notes, computed once: no
     weight of the list changes before it. (A tick per row, the first of the notes it sums,
     would postpone that only for a note that shares no neighbour, and aggregating it cost a
-    hub's list of 1,336 neighbours an eighth of its time.)
+    hub's list of 1,336 neighbours a seventh of its time: 4.25 against 3.67 ms.)
 
     The rows come in :func:`~contextgraph.graph.neighbourhood.rank_key` order, ties by id: the
     score is the same float operations as

@@ -143,7 +143,7 @@ def first_heading(text: str) -> str | None:
     The first line from the body's start that ``^#{1,6}[ \\t]+(.+?)[ \\t#]*$`` matches (in
     MULTILINE mode), its group stripped. The lines that start with ``#`` are found with
     ``str.find`` (a search led by ``^`` tried the pattern at every character of a note without
-    a heading: 18,347 notes and code files took 0.096 s, now 0.037), and each is read by
+    a heading: 18,347 notes and code files took 0.096 s, now 0.049), and each is read by
     :func:`_heading_text` in one pass: that pattern's lazy group backtracks over a long line of
     ``# # # … x`` once per character (a 16 kB line: 0.9 s, and four times as long for twice
     the line).

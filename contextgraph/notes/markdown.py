@@ -126,7 +126,9 @@ class _Ranges:
         self.ranges = sorted(ranges)
         self.starts = [a for a, _ in self.ranges]
         self.ends = [b for _, b in self.ranges]
-        self.ordered = all(b <= a for b, a in zip(self.ends, self.starts[1:], strict=False))
+        self.ordered = all(
+            end <= next_start for end, next_start in zip(self.ends, self.starts[1:], strict=False)
+        )
 
     def meeting(self, start: int, end: int) -> list[tuple[int, int]]:
         """The ranges that overlap ``[start, end)``."""
