@@ -19,6 +19,11 @@ double-quoted string, which FTS5 only ever tokenizes (never interprets as syntax
 * terms are joined by ``OR`` (any word; bm25 ranks more and rarer words first) or, for
   ``all_words``, by ``AND``; duplicate terms are dropped, and English stopwords too while
   other words remain;
+* a phrase or bare word of more than :data:`MAX_PHRASE_TOKENS` tokens is read as its
+  consecutive pieces of that many, each a term of its own (tokens stay adjacent within a
+  piece). FTS5 checks a phrase token by token in every file that holds all its tokens, so a
+  4,000-character ``md_md_md…`` (1,333 tokens, in every note) cost a search seconds; its pieces
+  are all alike, one term, and cost milliseconds;
 * NUL and lone surrogates are removed before anything else (SQLite cannot take the latter).
 
 The token-character test is exact for ``unicode61`` (with ``remove_diacritics 2`` and the
@@ -41,7 +46,7 @@ from dataclasses import dataclass
 from contextgraph.graph.searchterms import camel_parts
 from contextgraph.graph.stopwords import STOPWORDS
 
-__all__ = ["Term", "build_match", "is_token_char", "query_terms", "tokenize"]
+__all__ = ["MAX_PHRASE_TOKENS", "Term", "build_match", "is_token_char", "query_terms", "tokenize"]
 
 # Hex code-point ranges ("A-B" inclusive, or a single "A") that FTS5's unicode61 tokenizer
 # (remove_diacritics 2, default categories "L* N* Co") treats as separators. Everything else
@@ -108,6 +113,10 @@ _SEP_STARTS, _SEP_ENDS = _parse_ranges("".join(_SEPARATOR_RANGES))
 # Characters that end a bare word (besides whitespace): a query like ``NEAR(a b)`` or
 # ``a,b`` is a list of words, not one hyphenated word.
 _WORD_BREAKS = frozenset("()[]{},;")
+# The most tokens one phrase of the MATCH holds (see the module's docstring). FTS5's cost of a
+# phrase grows with its tokens, about 0.45 ms each over 12,400 notes that all hold them; longer
+# identifiers and quotations than this are rare.
+MAX_PHRASE_TOKENS = 16
 
 
 def is_token_char(ch: str) -> bool:
@@ -229,18 +238,18 @@ def _query_terms(query: str) -> tuple[Term, ...]:
     terms: list[Term] = []
     seen: set[str] = set()
     for segment, phrase in _segments_with_kind(_clean(query)):
-        tokens = tokenize(segment)
-        if not tokens:
-            continue
-        typed = " ".join(tokens)
-        if typed.lower() in seen:
-            continue
-        seen.add(typed.lower())
-        if phrase:
-            terms.append(Term(typed, (typed,), True))
-        else:
-            spellings = _spellings(tokens)
-            terms.append(Term(typed, spellings, False, _parts(tokens, spellings)))
+        every = tokenize(segment)
+        for first in range(0, len(every), MAX_PHRASE_TOKENS):
+            tokens = every[first : first + MAX_PHRASE_TOKENS]
+            typed = " ".join(tokens)
+            if typed.lower() in seen:
+                continue
+            seen.add(typed.lower())
+            if phrase:
+                terms.append(Term(typed, (typed,), True))
+            else:
+                spellings = _spellings(tokens)
+                terms.append(Term(typed, spellings, False, _parts(tokens, spellings)))
     content = [t for t in terms if t.phrase or t.text.lower() not in STOPWORDS]
     return tuple(content or terms)
 

@@ -103,7 +103,10 @@ def pack(
         for fid, text, facts in _TEXTS.rows(conn, [s.file_id for s in ranked])
     }
     highlighter = Highlighter(terms)
-    stems = [Highlighter([t]).stems for t in terms]
+    # A "why" names the matched words among the query's first MAX_STEMS: a question of 1,000
+    # words looked for each in 50 kB of each item (0.47 s of a retrieval of 50).
+    named = terms[: Highlighter.MAX_STEMS]
+    stems = [Highlighter([t]).stems for t in named]
     items: list[RetrievedItem] = []
     used = 0
     truncated = False
@@ -113,7 +116,7 @@ def pack(
         why = []
         if s.lexical > 0:
             head = (s.path + "\n" + text[:_SCAN_CHARS]).lower()
-            matched = [t.text for t, st in zip(terms, stems, strict=True) if _holds(head, st)]
+            matched = [t.text for t, st in zip(named, stems, strict=True) if _holds(head, st)]
             if matched:
                 why.append(f"matches {', '.join(matched)}")
         why.extend(r for r, _ in sorted(s.reasons.items(), key=lambda kv: -kv[1])[:3])

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,10 +76,26 @@ def full_text(
     # Not a model column (migrations own it): named through the alias of ``files``.
     vector: ColumnElement[Any] = literal_column(f"{files.name}.search_tsv")
     array = _weights_array(weights)
-    rank: ColumnElement[float] = literal(0.0)
-    for term, weight in zip(terms, idf, strict=True):
-        rank = rank - literal(weight) * func.ts_rank_cd(array, vector, term, _PG_NORMALIZATION)
+    ranks = [
+        literal(weight) * func.ts_rank_cd(array, vector, term, _PG_NORMALIZATION)
+        for term, weight in zip(terms, idf, strict=True)
+    ]
+    rank: ColumnElement[float] = literal(0.0) - _balanced(ranks, lambda a, b: a + b)
     return FullText(joined=files, match=vector.op("@@")(query), rank=rank)
+
+
+def _balanced(
+    parts: Sequence[ColumnElement[Any]],
+    join: Callable[[ColumnElement[Any], ColumnElement[Any]], ColumnElement[Any]],
+) -> ColumnElement[Any]:
+    """``parts`` joined pairwise into a tree of depth log2(n), not a chain of depth n: SQLAlchemy
+    compiles an expression by recursion, and a query of 1,000 words (within the 4,000
+    characters a query may hold) made a chain deeper than Python's recursion limit."""
+    level = list(parts)
+    while len(level) > 1:
+        paired = [join(a, b) for a, b in zip(level[::2], level[1::2], strict=False)]
+        level = paired + level[len(paired) * 2 :]
+    return level[0]
 
 
 def sqlite_full_text(
@@ -153,10 +169,7 @@ def _phrase(text: str) -> ColumnElement[Any]:
 
 
 def _combine(parts: list[ColumnElement[Any]], operator: str) -> ColumnElement[Any]:
-    result = parts[0]
-    for part in parts[1:]:
-        result = result.op(operator)(part)
-    return result.self_group()
+    return _balanced(parts, lambda a, b: a.op(operator)(b)).self_group()
 
 
 def _is_conjunction(match: str) -> bool:
