@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -124,9 +124,20 @@ class ContextGraph:
             )
 
     def _now(self, now: datetime | str | None) -> float:
+        """Epoch seconds of ``now`` (a datetime, an ISO 8601 string, or None for the
+        settings' current time); anything else is a clear error, not a stray exception."""
         if isinstance(now, str):
             now = parse_datetime(now)
-        return (now or self.settings.current_time()).timestamp()
+        elif now is None:
+            now = self.settings.current_time()
+        elif not isinstance(now, datetime):
+            raise InvalidArgument(
+                f"now must be a datetime or an ISO 8601 string, not {type(now).__name__}"
+            )
+        try:
+            return now.timestamp()
+        except (OverflowError, ValueError) as exc:  # a naive datetime.min in a zone east of UTC
+            raise InvalidArgument(f"now is out of range: {now!r}") from exc
 
     # -- sources and sync -------------------------------------------------------------------
 
@@ -249,9 +260,16 @@ class ContextGraph:
         max_nodes: int | None = None,
         direction: str = "both",
     ) -> ExpandResult:
-        """Expand retriever seed entities into what they depend on (SPEC §8)."""
+        """Expand retriever seed entities into what they depend on (SPEC §8).
+
+        ``seeds`` is a list of names; one name alone (a string) is one seed, not its letters.
+        """
         from contextgraph.graph.expand import expand
 
+        if isinstance(seeds, str):
+            seeds = [seeds]
+        elif not isinstance(seeds, Iterable):
+            raise InvalidArgument(f"seeds must be a list of names, not {type(seeds).__name__}")
         with db.read(self.engine) as conn:
             return expand(
                 conn,

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from helpers import Writer, child_env
 
-from contextgraph import ContextGraph
+from contextgraph import ContextGraph, InvalidArgument
 from contextgraph.graph.ftsquery import MAX_PHRASE_TOKENS, build_match, query_terms
 from contextgraph.graph.snippet import Highlighter
 
@@ -81,6 +82,30 @@ def test_a_retrieval_of_many_fragments_names_few_words(graph: ContextGraph) -> N
     assert result.items and result.items[0].path in ("phrase.md", "parts.md")
     matched = [why for item in result.items for why in item.why if why.startswith("matches ")]
     assert matched and all(len(m.split(", ")) <= Highlighter.MAX_STEMS for m in matched)
+
+
+@pytest.mark.parametrize("now", [0, 1.5, True, b"2026-01-01", ["2026-01-01"], {"now": 1}])
+def test_now_of_another_type_is_a_clear_error(graph: ContextGraph, now: object) -> None:
+    for call in (
+        lambda: graph.search("md", now=now),  # type: ignore[arg-type]
+        lambda: graph.retrieve("md", now=now),  # type: ignore[arg-type]
+        lambda: graph.build_context("Alpha", now=now),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(InvalidArgument, match="now must be"):
+            call()
+
+
+def test_now_as_text_or_datetime_still_works(graph: ContextGraph) -> None:
+    assert [h.path for h in graph.search("before", now="2026-12-01").hits] == ["phrase.md"]
+    for now in ("2026-12-01T10:00:00Z", datetime(2026, 12, 1, 10, tzinfo=UTC)):
+        context = graph.build_context("Alpha", now=now)
+        assert [r.name for r in context.direct_relations] == ["beta"]
+
+
+def test_one_seed_name_is_one_seed(graph: ContextGraph) -> None:
+    assert graph.expand("Alpha").as_dict() == graph.expand(["Alpha"]).as_dict()
+    with pytest.raises(InvalidArgument, match="seeds must be a list"):
+        graph.expand(5)  # type: ignore[arg-type]
 
 
 @pytest.mark.engines("sqlite")  # the benchmark reads a SQLite file
