@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from contextgraph.notes import frontmatter
 from contextgraph.notes.frontmatter import _simple_mapping, load_yaml, read_frontmatter
+from contextgraph.notes.wikilinks import extract_note
 
 # Words the YAML 1.1 resolver takes for something other than a string, and some it does not.
 TRICKY = [
@@ -86,3 +87,19 @@ def test_read_frontmatter_is_unchanged_by_the_simple_path(monkeypatch: Any) -> N
     fast = [read_frontmatter(n) for n in notes]
     monkeypatch.setattr(frontmatter, "_simple_mapping", lambda source: None)
     assert fast == [read_frontmatter(n) for n in notes]
+
+
+def test_a_value_keeps_its_inner_spaces_and_loses_its_trailing_ones() -> None:
+    assert _simple_mapping("title: a b  c   \nx: y\n") == {"title": "a b  c", "x": "y"}
+    # No split of the spaces between the value and the trailing run is tried in turn: 50,000
+    # spaces before a colon took the old pattern about 7 s to refuse.
+    line = "title: a" + " " * 50_000 + ":\n"
+    assert _simple_mapping(line) is None
+    assert _simple_mapping(line) == _simple_mapping("title: a :\n")
+
+
+def test_an_integer_past_pythons_digit_limit_is_a_warning_not_a_failure() -> None:
+    note = "---\ncreated: " + "1" * 5000 + "\n---\nbody [[a]]\n"
+    facts = extract_note(note)
+    assert facts.concepts == {"a": 1}
+    assert len(facts.warnings) == 1 and facts.warnings[0].startswith("invalid YAML frontmatter")
