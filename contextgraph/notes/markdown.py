@@ -381,12 +381,14 @@ def find_links_markdown(text: str, start: int, *, code_in_links: bool = True) ->
             piece_starts = [0]
             for piece in pieces[:-1]:
                 piece_starts.append(piece_starts[-1] + len(piece) + 1)
-            k = 0
+            k, shifted = 0, -1
             for s, e, embed in found:
                 while k + 1 < len(pieces) and piece_starts[k + 1] <= s:
                     k += 1
-                piece, line = pieces[k], first + k
-                shift = len(lines[line].rstrip()) - len(piece.rstrip())
+                line = first + k
+                if shifted != k:  # once per line, not per link (each rstrip copies the line)
+                    shift = len(lines[line].rstrip()) - len(pieces[k].rstrip())
+                    shifted = k
                 add(line, shift + s - piece_starts[k], s, e, embed)
     # The lines outside every block that hold a "[[" are scanned as written.
     src, counted, line = source.src, 0, 0
