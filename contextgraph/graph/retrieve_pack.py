@@ -104,7 +104,7 @@ def pack(
     }
     highlighter = Highlighter(terms)
     # A "why" names the matched words among the query's first MAX_STEMS: a question of 1,000
-    # words looked for each in 50 kB of each item (0.47 s of a retrieval of 50).
+    # words looked for each in 50 kB of each item (about 0.4 s of a retrieval of 50).
     named = terms[: Highlighter.MAX_STEMS]
     stems = [Highlighter([t]).stems for t in named]
     items: list[RetrievedItem] = []

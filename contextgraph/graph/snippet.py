@@ -24,7 +24,7 @@ class Highlighter:
     # occurrences looked at, matching or not, of one stem and of all stems. Each stem is one
     # search of the whole text, and a stem met mostly inside words (``ng``, ``tion``) was
     # walked over every occurrence: a search for 1,000 word fragments (4,000 characters)
-    # spent 2.4 s cutting its 100 snippets. What lies past them goes unmarked.
+    # spent about 2 s cutting its 100 snippets. What lies past them goes unmarked.
     MAX_STEMS = 64
     MAX_LOOKS_PER_STEM = 8 * MAX_PER_STEM
     MAX_LOOKS = 4 * MAX_LOOKS_PER_STEM
