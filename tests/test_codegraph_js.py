@@ -504,3 +504,16 @@ def test_type_annotated_javascript_is_parsed_with_the_tsx_grammar() -> None:
     f = parse_code("flow.js", "// @flow\n" + src)
     assert [s.qualname for s in f.symbols] == [f"f{i}" for i in range(5)]
     assert f.language == "javascript"
+
+
+@pytest.mark.parametrize(("root", "refs"), [("a", ("a.b0.b1.b2.b3.b4",)), ("g()", ("g",))])
+def test_a_member_chain_of_1500_parts_is_read_in_a_loop(root: str, refs: tuple[str, ...]) -> None:
+    """A chain of k parts is k nested nodes. Read by recursion it failed past about 1,000
+    parts, and a chain that does not start at a name was read again from each of its objects
+    (k²: 78 kB of them took 6.6 s). The same uses are found, at any length."""
+    for parts in (3, 1500):
+        chain = ".".join(f"b{i}" for i in range(parts))
+        source = f'import a from "./a";\nfunction f(){{ return {root}.{chain}; }}\n'
+        facts = parse_code("x.js", source)
+        expected = refs if parts > 3 or root != "a" else ("a.b0.b1.b2",)
+        assert [s.refs for s in facts.symbols] == [expected]
