@@ -278,3 +278,29 @@ def test_a_larger_synthetic_source_builds() -> None:
     assert len(edges(g, "inherits")) == 300
     assert len(edges(g, "imports")) == 300
     assert len({d for _, d in edges(g, "imports_external")}) == 1
+
+
+def _star_chain(n: int) -> dict[str, FileFacts]:
+    """pkg/m0 … m{n-1}: each star-imports the next; the last defines ``target``; m0 calls it."""
+    texts = {"pkg/__init__.py": ""}
+    for i in range(n):
+        star = f"from pkg.m{i + 1} import *\n" if i + 1 < n else "def target():\n    pass\n"
+        texts[f"pkg/m{i}.py"] = star + ("def f():\n    return target()\n" if i == 0 else "")
+    return {p: parse_code(p, t) for p, t in texts.items()}
+
+
+def test_a_name_is_followed_through_a_chain_of_star_imports() -> None:
+    uses = edges(build_graph(_star_chain(60)), "references")
+    assert uses.get(("pkg/m0.py::f", "pkg/m59.py::target")) == 1.0
+
+
+def test_a_chain_of_star_imports_past_max_hops_is_not_followed_and_fails_nothing() -> None:
+    """400 modules, each ``from next import *``, went deeper than Python's recursion limit: the
+    whole sync failed. Past ``MAX_HOPS`` modules the chain is not followed: the name is found
+    only by the fallback to the one symbol of that name (weight 0.5, not 1.0)."""
+    from contextgraph.code.build import MAX_HOPS
+
+    graph = build_graph(_star_chain(4 * MAX_HOPS))
+    last = f"pkg/m{4 * MAX_HOPS - 1}.py::target"
+    assert edges(graph, "references")[("pkg/m0.py::f", last)] == 0.5
+    assert len(graph.relations) > 4 * MAX_HOPS  # the imports themselves are all there

@@ -80,6 +80,10 @@ _JS_GLOBALS_TEXT = """
 _JS_GLOBALS = frozenset(_JS_GLOBALS_TEXT.split())
 
 _PENDING: Target = ("pending", "")
+# The most modules one name is followed through (star imports, re-exports, import bindings:
+# each a nested member() call). A chain of 400 modules, each `from next import *`, went deeper
+# than Python's recursion limit and failed the whole sync; past this a name resolves to nothing.
+MAX_HOPS = 100
 
 
 def build_graph(
@@ -128,6 +132,7 @@ class _Builder:
         self._members: dict[tuple[str, str, str], Target | None] = {}
         self._bound: dict[tuple[str, BindingFact], Target | None] = {}
         self._chains: dict[tuple[str, str, bool], tuple[str, float] | None] = {}
+        self._hops = 0  # member() calls in progress: modules a resolution goes through
 
     # -- resolution -------------------------------------------------------------------------
 
@@ -154,8 +159,16 @@ class _Builder:
         found = self._members.get(key, _PENDING)
         if found is not _PENDING:
             return found
+        if self._hops >= MAX_HOPS:
+            return None  # through more modules than any real chain: resolves to nothing
         self._members[key] = None
-        found = self._member_py(mod[1], name) if mod[0] == "py" else self._member_js(mod[1], name)
+        self._hops += 1
+        try:
+            found = (
+                self._member_py(mod[1], name) if mod[0] == "py" else self._member_js(mod[1], name)
+            )
+        finally:
+            self._hops -= 1
         self._members[key] = found
         return found
 
