@@ -233,3 +233,17 @@ def test_a_source_written_for_312_syncs_with_its_symbols(tmp_path: Path) -> None
 
 if __name__ == "__main__":  # pragma: no cover - a quick manual check
     print(_facts(sys.stdin.read()).to_json())
+
+
+def test_a_file_of_many_rewrites_renders_each_as_it_would_alone() -> None:
+    """Each rewrite renders only the edits inside it (found by bisection), not every edit of
+    the file: 348 kB of 3.12 f-strings took 10.4 s. The output is the same, line by line."""
+    from contextgraph.code.python_compat import downlevel
+
+    lines = [
+        'x = f"{d["k"]} and {f"{y!r:>{w}}"}"\n',
+        "type A[T: int = str, *Ts] = list[T]  # alias\n",
+        "def f[T](a: T) -> T:\n    return a\n",
+        'try:\n    pass\nexcept E, F:\n    s = f"{a["b"]}"\n',
+    ] * 50
+    assert downlevel("".join(lines)) == "".join(downlevel(line) for line in lines)

@@ -21,6 +21,7 @@ backslash continuations where no bracket is open).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -211,13 +212,22 @@ class _Rewriter:
             self._except(node)
         # Insertions before the edit that starts where they do; outer edits before inner ones.
         self.edits.sort(key=lambda e: (e[0], e[1] != e[0], -e[1]))
+        self._starts = [e[0] for e in self.edits]
 
     def render(self, start: int, end: int) -> bytes:
-        """The source between ``start`` and ``end`` with every edit inside it applied."""
+        """The source between ``start`` and ``end`` with every edit inside it applied.
+
+        Only the edits that start in the range are looked at (found by bisection): each
+        f-string and alias renders its own parts, and looking at every edit of the file each
+        time was quadratic (348 kB of 3.12 f-strings: 10.4 s).
+        """
         out: list[bytes] = []
         pos = start
-        for s, e, make in self.edits:
-            if s < pos or s < start or e > end or (s == e and not start <= s < end):
+        for i in range(bisect_left(self._starts, start), len(self.edits)):
+            s, e, make = self.edits[i]
+            if s >= end:
+                break  # sorted by start: every later edit starts past the range too
+            if s < pos or e > end or (s == e and not start <= s < end):
                 continue  # outside, or inside an edit already applied
             out.append(self.source[pos:s])
             out.append(make())
