@@ -82,7 +82,8 @@ _JS_GLOBALS = frozenset(_JS_GLOBALS_TEXT.split())
 _PENDING: Target = ("pending", "")
 # The most modules one name is followed through (star imports, re-exports, import bindings:
 # each a nested member() call). A chain of 400 modules, each `from next import *`, went deeper
-# than Python's recursion limit and failed the whole sync; past this a name resolves to nothing.
+# than Python's recursion limit and failed the whole sync. Past this, member() finds nothing
+# (the fallback to the one symbol of a name still applies).
 MAX_HOPS = 100
 
 
@@ -160,7 +161,7 @@ class _Builder:
         if found is not _PENDING:
             return found
         if self._hops >= MAX_HOPS:
-            return None  # through more modules than any real chain: resolves to nothing
+            return None  # through more modules than any real chain: not followed
         self._members[key] = None
         self._hops += 1
         try:

@@ -226,7 +226,8 @@ class _Rewriter:
             if _is_interpolated(node) and _interpolations(node):
                 self.edits.append((node.start_byte, node.end_byte, self._string(node)))
         starts = _alias_starts(source, root)
-        self._marks, self._known = frozenset(starts), dict[int, tuple[int, int]]()
+        self._marks = frozenset(starts)  # where _logical_line remembers its answers
+        self._known: dict[int, tuple[int, int]] = {}
         for start in starts:
             make = self._alias(start)
             if make is not None:
