@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, or_, select, update
+from sqlalchemy import Connection, Engine, Select, func, or_, select, update
 
 from contextgraph.errors import InvalidArgument, NotFound, UnsafePath
 from contextgraph.limits import MAX_PATH_CHARS
@@ -31,7 +31,8 @@ from contextgraph.store.identity import URI_PREFIX, content_hash, file_uri, nonb
 from contextgraph.store.meta import bump_version
 from contextgraph.store.models import T_ENTITIES, T_FILES, T_MENTIONS, T_SOURCES
 
-_ENCODED = re.compile(r"%(?:2e|2f|5c|00|25)", re.IGNORECASE)
+# Percent-encodings a path may not hold (a title never spells one: writing.title_to_filename).
+ENCODED = re.compile(r"%(?:2e|2f|5c|00|25)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def check_relative(path: str) -> str:
         raise UnsafePath("the path is empty or too long")
     if "\x00" in path:
         raise UnsafePath("the path contains a NUL byte")
-    if _ENCODED.search(path):
+    if ENCODED.search(path):
         raise UnsafePath("percent-encoded dots, slashes or NULs are refused")
     unified = path.replace("\\", "/")
     if unified.startswith("/") or re.match(r"^[A-Za-z]:", unified) or unified.startswith("~"):
@@ -104,13 +105,26 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
         return list(conn.execute(base.where(T_SOURCES.c.name == source, T_FILES.c.path == rel)))
     if "://" in identifier:
         raise UnsafePath("only memory:// URIs are served")
-    rel = check_relative(identifier)
+    try:
+        rel = check_relative(identifier)
+    except UnsafePath:  # no path, but maybe a title ("~draft", "Q: what now")
+        if len(identifier) > MAX_PATH_CHARS or "\x00" in identifier:
+            raise  # nor a title: every title is a shorter text
+        titled = _titled(conn, base, identifier, unicodedata.normalize("NFC", identifier))
+        if not titled:
+            raise  # said as a path's refusal: nothing is titled so either
+        return titled
     rows = list(conn.execute(base.where(T_FILES.c.path == rel).order_by(T_SOURCES.c.name)))
     if rows:
         return rows
-    # A title: the frontmatter title, else the file name without its extension (a note's or a
-    # code file's), case-insensitively and in either Unicode normal form; or the path itself in
-    # the other normal form. The LIKE only narrows the rows the exact test then sees.
+    return _titled(conn, base, identifier, unicodedata.normalize("NFC", rel))
+
+
+def _titled(conn: Connection, base: Select[Any], identifier: str, composed: str) -> list[Any]:
+    """The rows ``identifier`` names as a title: the frontmatter title, else the file name
+    without its extension (a note's or a code file's), case-insensitively and in either Unicode
+    normal form; or whose path is ``composed`` (the path asked for, NFC). The LIKE only narrows
+    the rows the exact test then sees. Only the store is read: no path reaches the disk here."""
     folded = _fold(identifier.strip())
     pattern = _narrowing_pattern(identifier.strip())
     titled = conn.execute(
@@ -122,7 +136,6 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
             )
         ).order_by(T_SOURCES.c.name, T_FILES.c.path)
     )
-    composed = unicodedata.normalize("NFC", rel)
     return [r for r in titled if _names_title(r, folded, composed)]
 
 

@@ -25,34 +25,35 @@ from typing import Any, Literal
 
 from sqlalchemy import Engine, select
 
-from contextgraph.errors import Conflict, InvalidArgument, NotFound, UnsafePath
-from contextgraph.graph.read import check_relative, confine, read_regular, resolve
+from contextgraph.errors import (
+    Conflict,
+    InvalidArgument,
+    NotFound,
+    ReadOnlyDatabase,
+    SourceError,
+    UnsafePath,
+)
+from contextgraph.graph.read import ENCODED, check_relative, confine, read_regular, resolve
 from contextgraph.limits import (
-    EDIT_COUNT,
-    EDIT_FIND,
-    EDIT_HEADING,
     EXPECTED_HASH,
     MAX_PATH_CHARS,
     NOTE_TEXT,
     replace_lone_surrogates,
 )
 from contextgraph.settings import Settings
-from contextgraph.store import db
+from contextgraph.store import db, nowrite
 from contextgraph.store.identity import URI_PREFIX, content_hash, file_uri
 from contextgraph.store.models import T_ENTITIES, T_FILES, T_MENTIONS, T_SOURCES
 from contextgraph.store.sources import SourceInfo, get_source, list_sources
+from contextgraph.sync.noteedits import BOM, FRONTMATTER, OPERATIONS, edited
 from contextgraph.sync.run import SyncReport, lock_database, sync_paths
-from contextgraph.sync.scan import SKIPPED_DIRS, file_kind
+from contextgraph.sync.scan import SKIPPED_DIRS, file_kind, scannable
 
 Action = Literal["created", "replaced", "edited", "unchanged", "moved", "deleted"]
-OPERATIONS: tuple[str, ...] = ("append", "prepend", "replace_text", "replace_section")
 
 MAX_NAME_BYTES = 200  # of a file name from a title, before ".md" (file systems allow 255)
 _UNSAFE_CHARS = re.compile(r'[\x00-\x1f\x7f<>:"/\\|?*]')
 _RESERVED = re.compile(r"^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?$", re.IGNORECASE)
-_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n.*?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S | re.M)
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
-_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 
 
 @dataclass(frozen=True)
@@ -93,20 +94,24 @@ def title_to_filename(title: str) -> str:
     1. Unicode is normalised to NFC (so one title gives one name on every platform).
     2. Control characters (U+0000-U+001F, U+007F) and the characters that some file system
        refuses or reads as a separator, ``< > : " / \\ | ? *``, become ``-``.
-    3. Runs of whitespace become one space; leading and trailing spaces, dots and dashes are
-       removed (a leading dot would hide the file from sync; Windows drops trailing ones).
-    4. Names Windows reserves (``CON``, ``PRN``, ``AUX``, ``NUL``, ``COM0``-``COM9``,
+    3. A ``%`` that reads as a percent-encoded dot, slash, backslash, NUL or ``%``
+       (``%2e``, ...) becomes ``-``: paths holding one are refused when read.
+    4. Runs of whitespace become one space; leading and trailing spaces, dots and dashes are
+       removed, and leading ``~`` too (a leading dot would hide the file from sync, a leading
+       ``~`` reads as a home folder; Windows drops trailing dots and spaces).
+    5. Names Windows reserves (``CON``, ``PRN``, ``AUX``, ``NUL``, ``COM0``-``COM9``,
        ``LPT0``-``LPT9``, with any extension) get a trailing ``_``.
-    5. The name is cut to 200 UTF-8 bytes at a character boundary (file systems allow 255).
-    6. An empty result becomes ``untitled``; ``.md`` is appended.
+    6. The name is cut to 200 UTF-8 bytes at a character boundary (file systems allow 255).
+    7. An empty result becomes ``untitled``; ``.md`` is appended.
 
     So ``"../etc/passwd"`` becomes ``etc-passwd.md`` and ``"TCP/IP"`` becomes ``TCP-IP.md``:
     a title never names a folder and never leaves the source. Letters of any script are kept.
     """
     name = unicodedata.normalize("NFC", title)
     name = _UNSAFE_CHARS.sub("-", name)
+    name = ENCODED.sub(lambda m: "-" + m.group()[1:], name)
     name = " ".join(name.split())
-    name = name.strip(" .-")
+    name = name.lstrip(" .-~").rstrip(" .-")
     if _RESERVED.match(name):
         name += "_"
     encoded = name.encode("utf-8")
@@ -136,19 +141,23 @@ def write_note(
         raise InvalidArgument("give a path ending in .md, a memory:// URI or a title")
     if len(path_or_title) > MAX_PATH_CHARS:
         raise InvalidArgument(f"the path or title is longer than {MAX_PATH_CHARS} characters")
-    data = _encode(content, settings)
-    info, rel, title = _target(engine, path_or_title, source)
-    if title is not None and PurePosixPath(rel).stem != title and not _FRONTMATTER.match(content):
-        data = f"---\ntitle: {json.dumps(title, ensure_ascii=False)}\n---\n".encode() + data
+    _encode(content, settings)  # the content's own bounds, before waiting for the lock
     database = db.database_path(engine)
-    with _locked(engine):
+    with _writing(engine):
+        info, rel, title = _target(engine, path_or_title, source)
+        body = content.removeprefix(BOM)
+        if title is not None and PurePosixPath(rel).stem != title and not FRONTMATTER.match(body):
+            header = f"---\ntitle: {json.dumps(title, ensure_ascii=False)}\n---\n"
+            content = content[: len(content) - len(body)] + header + body
+        data = _encode(content, settings)  # the file's bytes, title included, within the cap
         target = _confined_target(info, rel, database)
         current = _current_bytes(target, rel)
         if current is not None and not overwrite:
             raise Conflict(f"{rel} already exists: pass overwrite to replace it, or edit it")
         _check_expected(current, expected_hash, rel)
-        _make_folders(info, rel, database)
-        _atomic_write(target, data)
+        with _file_errors(rel):
+            _make_folders(info, rel, database)
+            _atomic_write(target, data)
         report = sync_paths(engine, settings, info.name, [rel], locked=True, reread=True)
     action: Action = "created" if current is None else "replaced"
     return _result(engine, info, rel, action, content_hash(data), report)
@@ -179,22 +188,23 @@ def edit_note(
         raise InvalidArgument(
             f"operation must be one of {', '.join(OPERATIONS)}, not {operation!r}"
         )
-    row = _resolve_note(engine, identifier)
-    info = _source(engine, row.source)
     database = db.database_path(engine)
-    with _locked(engine):
+    with _writing(engine):
+        row = _resolve_note(engine, identifier)
+        info = _source(engine, row.source)
         target, current = _stored_note(info, row.path, database, expected_hash)
         try:
             text = current.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidArgument(f"{row.path} is not valid UTF-8: edit it by hand") from exc
-        new_text = _edited(text, operation, content, find, replace, count, heading)
+        new_text = edited(text, operation, content, find, replace, count, heading)
         data = _encode(new_text, settings)
         if data == current:
             report = SyncReport()
             action: Action = "unchanged"
         else:
-            _atomic_write(target, data)
+            with _file_errors(row.path):
+                _atomic_write(target, data)
             report = sync_paths(engine, settings, info.name, [row.path], locked=True, reread=True)
             action = "edited"
     return _result(engine, info, row.path, action, content_hash(data), report)
@@ -209,28 +219,30 @@ def move_note(
     expected_hash: str | None = None,
 ) -> Written:
     """Rename a note within its source (never over an existing file); the store keeps its reads."""
-    row = _resolve_note(engine, identifier)
-    info = _source(engine, row.source)
     if not isinstance(new_path, str) or not new_path.strip():
         raise InvalidArgument("give the new path, relative to the note's source")
+    other = None
     if new_path.startswith(URI_PREFIX):
         other, _, new_path = new_path[len(URI_PREFIX) :].partition("/")
-        if other != info.name:
-            raise InvalidArgument(f"a note moves within its source {info.name!r}, not to {other!r}")
     rel = _note_path(new_path)
     database = db.database_path(engine)
-    with _locked(engine):
+    with _writing(engine):
+        row = _resolve_note(engine, identifier)
+        info = _source(engine, row.source)
+        if other is not None and other != info.name:
+            raise InvalidArgument(f"a note moves within its source {info.name!r}, not to {other!r}")
         _, current = _stored_note(info, row.path, database, expected_hash)
         if rel == row.path:
             return _result(engine, info, rel, "unchanged", content_hash(current), SyncReport())
         target = _confined_target(info, rel, database)
         if os.path.lexists(target):
             raise Conflict(f"{rel} already exists: moves never replace a file")
-        _make_folders(info, rel, database)
         source_path = os.path.join(os.path.realpath(info.root), row.path)
-        os.rename(source_path, target)
-        _fsync_folder(os.path.dirname(target))
-        _fsync_folder(os.path.dirname(source_path))
+        with _file_errors(rel):
+            _make_folders(info, rel, database)
+            os.rename(source_path, target)
+            _fsync_folder(os.path.dirname(target))
+            _fsync_folder(os.path.dirname(source_path))
         report = sync_paths(engine, settings, info.name, [row.path, rel], locked=True)
     return _result(
         engine,
@@ -251,15 +263,16 @@ def delete_note(
     expected_hash: str | None = None,
 ) -> Written:
     """Delete a note's file and retract it from the store."""
-    row = _resolve_note(engine, identifier)
-    info = _source(engine, row.source)
     database = db.database_path(engine)
-    with _locked(engine):
+    with _writing(engine):
+        row = _resolve_note(engine, identifier)
+        info = _source(engine, row.source)
         _, current = _stored_note(info, row.path, database, expected_hash)
         concepts = _concepts(engine, row.source, row.path)
         lexical = os.path.join(os.path.realpath(info.root), row.path)
-        os.unlink(lexical)
-        _fsync_folder(os.path.dirname(lexical))
+        with _file_errors(row.path):
+            os.unlink(lexical)
+            _fsync_folder(os.path.dirname(lexical))
         report = sync_paths(engine, settings, info.name, [row.path], locked=True)
     return Written(
         action="deleted",
@@ -298,16 +311,25 @@ def _target(
 
 
 def _source(engine: Engine, name: str | None) -> SourceInfo:
+    """The source ``name`` (the only one when None), whose folder must be there: a write never
+    creates a source's folder again."""
     with db.read(engine) as conn:
         if name is not None:
-            return get_source(conn, name)
-        sources = list_sources(conn)
-    if not sources:
-        raise NotFound("no sources registered: sync a folder first")
-    if len(sources) > 1:
-        names = ", ".join(s.name for s in sources[:10])
-        raise InvalidArgument(f"several sources ({names}): say which one with source")
-    return sources[0]
+            info = get_source(conn, name)
+        else:
+            sources = list_sources(conn)
+            if not sources:
+                raise NotFound("no sources registered: sync a folder first")
+            if len(sources) > 1:
+                names = ", ".join(s.name for s in sources[:10])
+                raise InvalidArgument(f"several sources ({names}): say which one with source")
+            info = sources[0]
+    if not os.path.isdir(info.root):
+        raise SourceError(
+            f"the folder of source {info.name!r} ({info.root}) is gone: restore it, or forget "
+            "the source"
+        )
+    return info
 
 
 def _resolve_note(engine: Engine, identifier: str) -> Any:
@@ -341,11 +363,14 @@ def _note_path(path: str) -> str:
 
 
 def _confined_target(info: SourceInfo, rel: str, database: Path | None) -> str:
-    """The real path to write ``rel`` at; a symlink there is refused (write to its target)."""
+    """The real path to write ``rel`` at; a symlink there is refused (write to its target), and
+    so is a folder that a sync does not walk into (one holding ``pyvenv.cfg``)."""
     target = confine(info.root, rel, database)
-    lexical = os.path.join(os.path.realpath(info.root), rel)
-    if os.path.islink(lexical):
+    real_root = os.path.realpath(info.root)
+    if os.path.islink(os.path.join(real_root, rel)):
         raise UnsafePath(f"{rel} is a symlink: write to the file it points to")
+    if not scannable(real_root, rel):
+        raise UnsafePath(f"a sync does not look inside the folder of {rel[:200]}: choose another")
     if os.path.isdir(target):
         raise Conflict(f"{rel} is a folder")
     return target
@@ -380,6 +405,8 @@ def _stored_note(
 ) -> tuple[str, bytes]:
     """The confined path and bytes of a stored note that must still be on disk, as last read."""
     target = confine(info.root, rel, database)
+    if os.path.islink(os.path.join(os.path.realpath(info.root), rel)):
+        raise UnsafePath(f"{rel} is a symlink: change the file it points to")
     current = _current_bytes(target, rel)
     if current is None:
         raise NotFound(f"{rel} is gone from disk; run `contextgraph sync`")
@@ -393,9 +420,9 @@ def _current_bytes(target: str, rel: str) -> bytes | None:
     except FileNotFoundError:
         return None
     except IsADirectoryError as exc:
-        raise Conflict(f"{rel} is a folder") from exc
+        raise Conflict(f"{rel[:200]} is a folder") from exc
     except OSError as exc:
-        raise InvalidArgument(f"{rel} cannot be read: {exc.strerror or exc}") from exc
+        raise InvalidArgument(f"{rel[:200]} cannot be read: {exc.strerror or exc}") from exc
 
 
 def _check_expected(current: bytes | None, expected_hash: str | None, rel: str) -> None:
@@ -418,7 +445,7 @@ def _atomic_write(target: str, data: bytes) -> None:
     try:
         mode = os.stat(target).st_mode & 0o7777
     except FileNotFoundError:
-        mode = 0o644
+        mode = 0o666 & ~_umask()  # what open() would give a new file
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".contextgraph-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -432,6 +459,20 @@ def _atomic_write(target: str, data: bytes) -> None:
             os.unlink(tmp)
         raise
     _fsync_folder(folder)
+
+
+def _umask() -> int:
+    """This process's umask: read from ``/proc`` where Linux tells it, else set and put back."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass  # no /proc: ask os.umask below
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _fsync_folder(folder: str) -> None:
@@ -448,92 +489,35 @@ def _fsync_folder(folder: str) -> None:
         os.close(fd)
 
 
-# -- edits -----------------------------------------------------------------------------------
-
-
-def _edited(
-    text: str,
-    operation: str,
-    content: str | None,
-    find: str | None,
-    replace: str | None,
-    count: int,
-    heading: str | None,
-) -> str:
-    if operation == "replace_text":
-        if not find:
-            raise InvalidArgument("replace_text needs the text to find")
-        EDIT_FIND.check(find)
-        if replace is None:
-            raise InvalidArgument("replace_text needs the replacement text")
-        EDIT_COUNT.check(count)
-        found = text.count(find)
-        if found != count:
-            raise InvalidArgument(
-                f"the text to find occurs {found} time(s), not {count}: nothing changed"
-            )
-        return text.replace(find, replace)
-    if content is None:
-        raise InvalidArgument(f"{operation} needs content")
-    if operation == "append":
-        joiner = "" if not text or text.endswith("\n") else "\n"
-        return text + joiner + content
-    if operation == "prepend":
-        match = _FRONTMATTER.match(text)
-        head, body = (text[: match.end()], text[match.end() :]) if match else ("", text)
-        joiner = "" if content.endswith("\n") or not body else "\n"
-        return head + content + joiner + body
-    if not heading or not heading.strip("# \t"):
-        raise InvalidArgument("replace_section needs a heading")
-    EDIT_HEADING.check(heading)
-    return _replace_section(text, heading, content)
-
-
-def _replace_section(text: str, heading: str, content: str) -> str:
-    wanted = " ".join(heading.strip().lstrip("#").split()).lower()
-    lines = text.splitlines(keepends=True)
-    headings: list[tuple[int, int]] = []  # (line index, level)
-    fence: str | None = None
-    for i, line in enumerate(lines):
-        bare = line.rstrip("\r\n")
-        opened = _FENCE.match(bare)
-        if fence is not None:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
-            continue
-        if opened:
-            fence = opened.group(1)
-            continue
-        match = _HEADING.match(bare)
-        if match:
-            headings.append((i, len(match.group(1))))
-    hits = [
-        (i, level)
-        for i, level in headings
-        if " ".join(_HEADING.match(lines[i].rstrip("\r\n")).group(2).split()).lower() == wanted  # type: ignore[union-attr]
-    ]
-    if not hits:
-        raise NotFound(f"no heading {heading.strip()[:200]!r} in the note")
-    if len(hits) > 1:
-        raise InvalidArgument(
-            f"{len(hits)} headings read {heading.strip()[:200]!r}: make it unique first"
-        )
-    start, level = hits[0]
-    end = next((i for i, lv in headings if i > start and lv <= level), len(lines))
-    body = content if not content or content.endswith("\n") else content + "\n"
-    if end < len(lines) and body and not body.endswith("\n\n"):
-        body += "\n"  # keep a blank line before the next heading
-    heading_line = lines[start] if lines[start].endswith("\n") else lines[start] + "\n"
-    return "".join(lines[:start]) + heading_line + body + "".join(lines[end:])
-
-
 # -- results ---------------------------------------------------------------------------------
 
 
 @contextmanager
-def _locked(engine: Engine) -> Iterator[None]:
-    with lock_database(engine, wait=True):  # the file lock, or PostgreSQL's advisory lock
+def _writing(engine: Engine) -> Iterator[None]:
+    """Hold the one-sync lock for a write (the file lock, or PostgreSQL's advisory lock).
+
+    A database that cannot record the change (a read-only file, a run that refuses writes) is
+    refused before the lock and before any file is touched. The caller reads the source and the
+    note under the lock, where no other sync or write can remove or change them.
+    """
+    if db.is_read_only(engine):
+        raise ReadOnlyDatabase(
+            f"the database at {db.database_path(engine)} is read-only: cannot write notes"
+        )
+    nowrite.check("write notes")
+    with lock_database(engine, wait=True):
         yield
+
+
+@contextmanager
+def _file_errors(rel: str) -> Iterator[None]:
+    """Report a file system's refusal to change ``rel`` as a clear error, not an OSError."""
+    try:
+        yield
+    except FileExistsError as exc:
+        raise Conflict(f"{rel[:200]}: {exc.strerror or exc} on the way there") from exc
+    except OSError as exc:
+        raise InvalidArgument(f"cannot change {rel[:200]}: {exc.strerror or exc}") from exc
 
 
 def _concepts(engine: Engine, source: str, path: str) -> tuple[str, ...]:
