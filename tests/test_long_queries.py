@@ -42,21 +42,32 @@ def test_a_word_of_repeated_tokens_is_one_piece_per_length() -> None:
     assert expression is not None and len(expression) < 400
 
 
-def test_a_long_phrase_is_read_as_its_consecutive_pieces() -> None:
-    terms = query_terms('"' + " ".join(WORDS) + '"')
-    assert all(t.phrase for t in terms)
-    assert [t.text for t in terms] == [
+def test_a_long_phrase_is_one_term_of_its_consecutive_pieces() -> None:
+    (term,) = query_terms('"' + " ".join(WORDS) + '"')
+    assert term.phrase and term.text == " ".join(WORDS)
+    assert term.spellings == tuple(
         " ".join(WORDS[i : i + MAX_PHRASE_TOKENS]) for i in range(0, 40, MAX_PHRASE_TOKENS)
-    ]
+    )
+    assert term.expression() == "(" + " AND ".join(f'"{p}"' for p in term.spellings) + ")"
     short = query_terms('"' + " ".join(WORDS[:MAX_PHRASE_TOKENS]) + '"')
-    assert [t.text for t in short] == [" ".join(WORDS[:MAX_PHRASE_TOKENS])]  # one, as before
+    assert [t.spellings for t in short] == [(" ".join(WORDS[:MAX_PHRASE_TOKENS]),)]  # as before
 
 
 def test_a_long_phrase_finds_the_file_that_holds_it(graph: ContextGraph) -> None:
     quoted = '"' + " ".join(WORDS) + '"'
     assert [h.path for h in graph.search(quoted, all_words=True).hits] == ["phrase.md"]
-    assert graph.search(quoted).hits[0].path == "phrase.md"  # parts.md holds no piece in order
+    assert [h.path for h in graph.search(quoted).hits] == ["phrase.md"]  # every piece, in order
     assert graph.search("_".join(["md"] * 1333)).hits[0].path == "md.md"
+
+
+@pytest.mark.parametrize("all_words", [False, True])
+def test_a_long_phrase_that_no_file_holds_matches_nothing(
+    graph: ContextGraph, all_words: bool
+) -> None:
+    # Its last pieces are in phrase.md, its first is nowhere: a phrase needs every piece.
+    quoted = '"zzqx ' + " ".join(WORDS) + '"'
+    assert graph.search(quoted, all_words=all_words).hits == ()
+    assert [i.uri for i in graph.retrieve(quoted).items] == []
 
 
 def test_the_highlighter_marks_the_longest_stems_of_a_long_query() -> None:

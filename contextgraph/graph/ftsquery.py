@@ -20,10 +20,11 @@ double-quoted string, which FTS5 only ever tokenizes (never interprets as syntax
   ``all_words``, by ``AND``; duplicate terms are dropped, and English stopwords too while
   other words remain;
 * a phrase or bare word of more than :data:`MAX_PHRASE_TOKENS` tokens is read as its
-  consecutive pieces of that many, each a term of its own (tokens stay adjacent within a
-  piece). FTS5 checks a phrase token by token in every file that holds all its tokens, so a
-  4,000-character ``md_md_md…`` (1,333 tokens, in every note) cost a search seconds; its pieces
-  are all alike, one term, and cost milliseconds;
+  consecutive pieces of that many (tokens stay adjacent within a piece). FTS5 checks a phrase
+  token by token in every file that holds all its tokens, so a 4,000-character ``md_md_md…``
+  (1,333 tokens, in every note) cost a search seconds; its pieces are all alike, one term, and
+  cost milliseconds. The pieces of a bare word are terms of their own; those of a quoted
+  phrase are one term that needs them all (``("p1" AND "p2")``): a file must hold every piece;
 * NUL and lone surrogates are removed before anything else (SQLite cannot take the latter).
 
 The token-character test is exact for ``unicode61`` (with ``remove_diacritics 2`` and the
@@ -186,7 +187,9 @@ class Term:
     ``spellings`` are the word itself (the first) and its other spellings; ``parts`` are the
     pieces of a compound word (``create`` and ``time`` of ``create_time``, ``token`` and
     ``validator`` of ``TokenValidator``), which an any-words query also accepts, so a file
-    that names only part of an identifier still ranks, below one that names all of it.
+    that names only part of an identifier still ranks, below one that names all of it. A
+    quoted phrase has one spelling, or, past :data:`MAX_PHRASE_TOKENS` tokens, its pieces,
+    which the term needs all of.
     """
 
     text: str  # the tokens as typed, space-separated
@@ -198,7 +201,8 @@ class Term:
         alternatives = self.spellings + (self.parts if loose else ())
         if len(alternatives) == 1:
             return _quote(alternatives[0])
-        return "(" + " OR ".join(_quote(s) for s in alternatives) + ")"
+        joiner = " AND " if self.phrase else " OR "  # a long phrase's pieces: all of them
+        return "(" + joiner.join(_quote(s) for s in alternatives) + ")"
 
 
 def _spellings(tokens: list[str]) -> tuple[str, ...]:
@@ -239,6 +243,16 @@ def _query_terms(query: str) -> tuple[Term, ...]:
     seen: set[str] = set()
     for segment, phrase in _segments_with_kind(_clean(query)):
         every = tokenize(segment)
+        if phrase and len(every) > MAX_PHRASE_TOKENS:
+            typed = " ".join(every)
+            if typed.lower() not in seen:
+                seen.add(typed.lower())
+                pieces = (
+                    " ".join(every[first : first + MAX_PHRASE_TOKENS])
+                    for first in range(0, len(every), MAX_PHRASE_TOKENS)
+                )
+                terms.append(Term(typed, tuple(dict.fromkeys(pieces)), True))
+            continue
         for first in range(0, len(every), MAX_PHRASE_TOKENS):
             tokens = every[first : first + MAX_PHRASE_TOKENS]
             typed = " ".join(tokens)

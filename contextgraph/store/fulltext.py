@@ -181,11 +181,13 @@ def _is_conjunction(match: str) -> bool:
 def top_level_terms(match: str) -> list[ColumnElement[Any]]:
     """The tsquery of each top-level term of a :func:`build_match` expression.
 
-    ``"a" OR ("b c" OR "bc")`` gives two terms: ``'a'`` and ``'b' <-> 'c' | 'bc'``.
+    ``"a" OR ("b c" OR "bc")`` gives two terms: ``'a'`` and ``'b' <-> 'c' | 'bc'``. A group
+    joined by ``AND`` (the pieces of a long quoted phrase) is one term that needs them all.
     """
     tokens = _tokens(match)
     terms: list[ColumnElement[Any]] = []
     group: list[ColumnElement[Any]] = []
+    joined: set[str] = set()  # the operators inside the open group
     for kind, value, depth in tokens:
         if kind == "phrase":
             if depth == 0:
@@ -193,10 +195,12 @@ def top_level_terms(match: str) -> list[ColumnElement[Any]]:
             else:
                 group.append(_phrase(value))
         elif kind == "close" and depth == 0 and group:
-            terms.append(_combine(group, "||"))
-            group = []
-        elif kind == "op" and depth > 0 and value != "OR":
-            raise ValueError("a nested AND in a search expression")
+            terms.append(_combine(group, "&&" if joined == {"AND"} else "||"))
+            group, joined = [], set()
+        elif kind == "op" and depth > 0:
+            joined.add(value)
+            if len(joined) > 1:
+                raise ValueError("a group of a search expression mixes AND and OR")
     if not terms:
         raise ValueError("a search expression without terms")
     return terms
