@@ -158,6 +158,24 @@ def test_a_database_holding_notes_and_code_returns_both(
     assert {i.source for i in only_code.items} == {"code"}
 
 
+def test_a_source_keeps_out_the_notes_a_shared_concept_links_elsewhere(
+    store: ContextGraph, tmp_path: Path
+) -> None:
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    for folder in (mine, theirs):
+        folder.mkdir()
+    (mine / "backlinks.md").write_text("Backlinks in the graph view. [[Graph]]\n", "utf-8")
+    (mine / "other.md").write_text("Unrelated words. [[Graph]]\n", "utf-8")
+    (theirs / "far.md").write_text("Far away. [[Graph]]\n", "utf-8")
+    for i in range(8):  # notes without the concept: it is not linked by every note
+        (mine / f"plain{i}.md").write_text(f"Plain note {i}. [[Topic {i}]]\n", "utf-8")
+    store.sync([mine, theirs])
+    everywhere = {i.source for i in store.retrieve("backlinks graph view", k=10).items}
+    assert everywhere == {"mine", "theirs"}  # the concept reaches the other source's note
+    only = store.retrieve("backlinks graph view", k=10, source="mine")
+    assert {i.source for i in only.items} == {"mine"} and only.items
+
+
 def test_as_dict_is_the_spec_shape(code: ContextGraph) -> None:
     data = code.retrieve("TokenValidator", k=3).as_dict()
     assert set(data) == {"query", "k", "budgetTokens", "tokens", "truncated", "items"}

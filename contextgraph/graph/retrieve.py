@@ -107,6 +107,8 @@ def rank_files(
     seeds = sorted(scored.values(), key=lambda s: -s.lexical)[: settings.retrieve_seeds]
     _code_neighbours(conn, seeds, scored, settings)
     _note_neighbours(conn, seeds, scored, settings)
+    if source is not None:  # a concept links notes of every source: keep the one asked for
+        scored = {i: s for i, s in scored.items() if s.source == source}
     best_graph = max((s.graph for s in scored.values()), default=0.0)
     prior = _size_prior(conn, list(scored)) if settings.retrieve_prior_weight else {}
     for s in scored.values():
