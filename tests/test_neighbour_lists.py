@@ -147,3 +147,22 @@ def test_build_context_is_the_same_over_prefixes(
     expected = answers()
     monkeypatch.setattr(neighbourhood, "PREFIX_ROWS", prefix_rows)
     assert answers() == expected
+
+
+def test_a_list_read_within_the_grace_period_is_not_reused_past_it(
+    store: ContextGraph, vault: Path, write: Writer
+) -> None:
+    """Every note of ``alpha`` within the grace period: the list's weights are all 1.0 until
+    the first day past it, and a process that read it then reads it again afterwards."""
+    for i in range(3):
+        write(f"g{i}.md", "[[alpha]] [[beta]] [[gamma]]", created="2026-05-28")
+    store.sync([vault])
+
+    def beta_weight(now: str) -> float:
+        relations = store.build_context("alpha", now=now).direct_relations
+        return next(r.decay_weight for r in relations if r.name == "beta")
+
+    assert beta_weight("2026-06-01") == 1.0  # within the grace period
+    later = beta_weight("2027-06-01")  # the same process, the list cached
+    Neighbourhoods._states.clear()
+    assert later == beta_weight("2027-06-01") < 1.0  # as a fresh process reads it
