@@ -267,3 +267,15 @@ def test_the_cli_reports_bad_arguments_as_usage_errors(
     result = CliRunner().invoke(cli, ["--db", db_url, "retrieve", *args])
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
+
+
+def test_a_code_excerpt_finds_its_symbols_past_form_feeds(
+    store: ContextGraph, tmp_path: Path
+) -> None:
+    root = tmp_path / "ff"
+    root.mkdir()
+    body = '\n\n\ndef zebra_quokka():\n    """Find the zebra quokka target."""\n    return 1\n'
+    (root / "paged.py").write_text("import os\n" + "\f\n" * 5 + body, encoding="utf-8")
+    store.sync([root])
+    (item,) = store.retrieve("zebra quokka target", k=1).items
+    assert "def zebra_quokka():" in item.excerpt and "Find the zebra quokka" in item.excerpt

@@ -32,6 +32,9 @@ MAX_EXCERPT_LINES = 12
 MAX_PARAGRAPHS = 2
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # where the code parsers end a line
+
+
 @dataclass(frozen=True)
 class RetrievedItem:
     rank: int
@@ -165,12 +168,10 @@ def _code_excerpt(text: str, facts: str | None, highlighter: Highlighter) -> str
     A symbol's relevance is how often the query's words occur in its name (thrice) and its body
     (at most ten); the matches of the whole file are found once and counted per symbol's lines.
     """
-    lines = text.splitlines()
+    lines, starts = _source_lines(text)
     symbols = _symbol_lines(facts)
     if not symbols:
         return "\n".join(lines[:MAX_EXCERPT_LINES])
-    # Where each line starts (splitlines dropped one separator), summed in C.
-    starts = [0, *itertools.accumulate(len(raw) + 1 for raw in lines)][: len(lines)]
     per_line = [0] * (len(lines) + 1)
     for begin, _ in highlighter.spans(text):
         per_line[bisect.bisect_right(starts, begin) - 1] += 1
@@ -194,6 +195,21 @@ def _code_excerpt(text: str, facts: str | None, highlighter: Highlighter) -> str
     return "\n...\n".join(
         _symbol_head(lines, line) for _, line, _ in sorted(chosen, key=lambda t: t[1])
     )
+
+
+def _source_lines(text: str) -> tuple[list[str], list[int]]:
+    """``text``'s lines as the parsers number them, and where each starts.
+
+    Lines end at ``\\n``, ``\\r\\n`` or ``\\r`` only: ``str.splitlines`` also breaks at form
+    feeds, ``\\x1c``-``\\x1e``, ``\\x85``, U+2028 and U+2029, which a Python file may hold
+    between its definitions, and every symbol's line number after one would point too early.
+    """
+    lines = _LINE_BREAK.split(text)
+    starts = [0, *(m.end() for m in _LINE_BREAK.finditer(text))]
+    if len(lines) > 1 and not lines[-1]:  # the break that ends the last line starts none
+        lines.pop()
+        starts.pop()
+    return lines, starts
 
 
 def _symbol_lines(facts: str | None) -> list[tuple[str, int]]:
