@@ -199,8 +199,8 @@ def ranked_matches(
     if kind is not None:
         conditions.append(f.c.kind == bindparam("kind", type_=String))
         values["kind"] = kind
-    if folder is not None and folder.strip("/ "):
-        prefix = check_relative(folder.strip("/ "))
+    prefix = check_relative(folder.strip("/ ")) if folder is not None and folder.strip("/ ") else ""
+    if prefix:  # "", ".", "./" and "/" are the source's root: every file
         # The exact folder: a LIKE would fold ASCII case on SQLite (not on PostgreSQL).
         under = bindparam("folder", type_=String)
         conditions.append(func.substr(f.c.path, 1, func.length(under)) == under)
