@@ -9,6 +9,7 @@ sibling thresholds are also read from the names the reference design used
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -110,6 +111,10 @@ class Settings:
 
     def validated(self) -> Settings:
         """Raise InvalidArgument for values no code path could use."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise InvalidArgument(f"{f.name} must be a finite number, not {value}")
         if self.decay_model not in DECAY_MODELS:
             raise InvalidArgument(f"decay_model must be one of {', '.join(DECAY_MODELS)}")
         if self.community_algorithm not in COMMUNITY_ALGORITHMS:
@@ -168,7 +173,10 @@ def parse_datetime(raw: str) -> datetime:
         raise InvalidArgument(f"not an ISO 8601 date or datetime: {raw!r}") from exc
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except (OverflowError, ValueError) as exc:  # 9999-12-31T23:59:59-12:00 is past year 9999
+        raise InvalidArgument(f"the date or datetime {raw!r} is out of range in UTC") from exc
 
 
 def _parse(name: str, type_name: Any, raw: str) -> Any:

@@ -40,6 +40,11 @@ def test_overrides_win_over_the_environment_and_none_is_ignored() -> None:
         ({"CONTEXTGRAPH_BATCH_FILES": "0"}, "batch_files must be at least 1"),
         ({"CONTEXTGRAPH_HALF_LIFE_DAYS": "0"}, "half_life_days > 0"),
         ({"CONTEXTGRAPH_COMMUNITY_ALGORITHM": "x"}, "community_algorithm must be one of"),
+        ({"CONTEXTGRAPH_GRACE_DAYS": "nan"}, "grace_days must be a finite number, not nan"),
+        ({"CONTEXTGRAPH_HALF_LIFE_DAYS": "inf"}, "half_life_days must be a finite number"),
+        ({"CONTEXTGRAPH_RETRIEVE_GRAPH_WEIGHT": "nan"}, "retrieve_graph_weight must be a fin"),
+        ({"CONTEXTGRAPH_COMMUNITY_RESOLUTION": "-inf"}, "community_resolution must be a fin"),
+        ({"CONTEXTGRAPH_NOW": "9999-12-31T23:59:59-12:00"}, "CONTEXTGRAPH_NOW: cannot parse"),
     ],
 )
 def test_unusable_values_are_one_line_errors(env: dict[str, str], message: str) -> None:
@@ -68,3 +73,9 @@ def test_the_clock_is_injectable_and_always_utc() -> None:
 def test_as_dict_is_json_ready() -> None:
     d = Settings(now=parse_datetime("2026-01-01"), expand_stopwords=("a",)).as_dict()
     assert d["now"] == "2026-01-01T00:00:00+00:00" and d["expand_stopwords"] == ["a"]
+
+
+@pytest.mark.parametrize("raw", ["9999-12-31T23:59:59-12:00", "0001-01-01T00:00:00+14:00"])
+def test_a_datetime_past_the_calendar_in_utc_is_a_clear_error(raw: str) -> None:
+    with pytest.raises(InvalidArgument, match="out of range in UTC"):
+        parse_datetime(raw)
