@@ -161,3 +161,24 @@ def test_a_frontmatter_title_with_surrounding_blanks_reads_by_its_words(
     for path, title in hits.items():
         assert store.read(title).path == path
         assert store.read(title.lower() + " ").path == path
+
+
+def test_read_finds_a_note_by_the_heading_title_search_shows(
+    store: ContextGraph, vault: Path, write: Writer
+) -> None:
+    """Search titles a note without a frontmatter title by its first ``#`` heading; read takes
+    that title too, and says it. A frontmatter title wins over a heading, as in search."""
+    write("code-of-conduct.md", "Intro line.\n\n# Code of Conduct\n\nBe kind. [[Community]]\n")
+    write("titled.md", "---\ntitle: Rules\n---\n# Heading Not Title\n[[Community]]\n")
+    write("bom.md", "\ufeff# Pinned Heading\n[[Community]]\n")
+    store.sync([vault], name="v")
+    hits = {h.path: h.title for h in store.search("community kind rules pinned").hits}
+    assert hits["code-of-conduct.md"] == "Code of Conduct"
+    for path in ("code-of-conduct.md", "bom.md"):
+        note = store.read(hits[path])
+        assert note.path == path and note.title == hits[path]
+        assert store.read(hits[path].upper()).path == path
+    assert store.read("code-of-conduct").title == "Code of Conduct"  # the file name still reads
+    assert store.read("Rules").path == "titled.md"
+    with pytest.raises(NotFound):
+        store.read("Heading Not Title")

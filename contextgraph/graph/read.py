@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Select, func, or_, select, update
 
 from contextgraph.errors import InvalidArgument, NotFound, UnsafePath
+from contextgraph.graph.searchterms import display_title, first_heading
 from contextgraph.limits import MAX_PATH_CHARS
 from contextgraph.store import db
 from contextgraph.store.dialect import greatest
@@ -92,6 +93,7 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
         T_FILES.c.created,
         T_FILES.c.modified,
         T_FILES.c.last_accessed,
+        T_FILES.c.search_meta,  # holds a note's first heading: a title when it has no other
         T_SOURCES.c.name.label("source"),
         T_SOURCES.c.root,
     )
@@ -121,22 +123,43 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
 
 
 def _titled(conn: Connection, base: Select[Any], identifier: str, composed: str) -> list[Any]:
-    """The rows ``identifier`` names as a title: the frontmatter title, else the file name
-    without its extension (a note's or a code file's), case-insensitively and in either Unicode
-    normal form; or whose path is ``composed`` (the path asked for, NFC). The LIKE only narrows
-    the rows the exact test then sees. Only the store is read: no path reaches the disk here."""
+    """The rows ``identifier`` names as a title: the title search shows (frontmatter title,
+    else a note's first ``#`` heading: :func:`~contextgraph.graph.searchterms.display_title`)
+    or the file name without its extension (a note's or a code file's), case-insensitively and
+    in either Unicode normal form; or whose path is ``composed`` (the path asked for, NFC). The
+    LIKE only narrows the rows the exact tests then see, and only the notes without a title
+    whose search terms hold the identifier have their text read, for their first heading.
+    Only the store is read: no path reaches the disk here."""
     folded = _fold(identifier.strip())
-    pattern = _narrowing_pattern(identifier.strip())
-    titled = conn.execute(
+    like = "%" + _narrowing_pattern(identifier.strip()) + "%"
+    rows = conn.execute(
         base.where(
             or_(
                 # a title as YAML keeps it may have blanks around it (search shows it stripped)
-                func.lower(T_FILES.c.title).like("%" + pattern + "%", escape="\\"),
-                func.lower(T_FILES.c.path).like("%" + pattern + "%", escape="\\"),
+                func.lower(T_FILES.c.title).like(like, escape="\\"),
+                func.lower(T_FILES.c.path).like(like, escape="\\"),
+                func.lower(T_FILES.c.search_meta).like(like, escape="\\"),
             )
         ).order_by(T_SOURCES.c.name, T_FILES.c.path)
-    )
-    return [r for r in titled if _names_title(r, folded, composed)]
+    ).all()
+    headed = [r.id for r in rows if _may_be_headed(r, folded)]
+    headings = {}
+    if headed:
+        texts = conn.execute(select(T_FILES.c.id, T_FILES.c.text).where(T_FILES.c.id.in_(headed)))
+        headings = {i: first_heading(text or "") for i, text in texts}
+    return [
+        r
+        for r in rows
+        if _names_title(r, folded, composed) or _fold(headings.get(r.id) or "") == folded
+    ]
+
+
+def _may_be_headed(row: Any, folded: str) -> bool:
+    """Whether ``row`` is a note without a frontmatter title whose first heading may be the
+    title ``folded``: its search terms (path words, heading, ...) hold it."""
+    untitled = row.title is None or not row.title.strip()
+    note = row.path.lower().endswith(".md")
+    return untitled and note and row.search_meta is not None and folded in _fold(row.search_meta)
 
 
 def _fold(text: str) -> str:
@@ -208,7 +231,7 @@ def read_note(
         uri=file_uri(row.source, row.path),
         path=row.path,
         source=row.source,
-        title=row.title or PurePosixPath(row.path).stem,
+        title=display_title(row.title, content, row.path),
         content=content,
         created=_iso(row.created),
         modified=_iso(row.modified) or "",
