@@ -24,7 +24,8 @@ from __future__ import annotations
 import ast
 import contextlib
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Any
 
 from contextgraph.code.common import SymbolAcc, check_nul, undecodable
@@ -181,8 +182,18 @@ class _Extractor:
     # -- module level ---------------------------------------------------------------------
 
     def module_body(self, body: Iterable[ast.stmt]) -> None:
-        for st in body:
-            if isinstance(st, _FUNCS):
+        """Read the module-level statements, and those nested in its ifs, trys and withs, in
+        source order. A stack of what is left to read, not a call per nesting: Python's own
+        ``ast`` reads an ``if`` with a thousand ``elif`` branches, so this must too.
+        """
+        stack: list[Iterator[ast.stmt | Callable[[], None]]] = [iter(body)]
+        while stack:
+            st = next(stack[-1], None)
+            if st is None:
+                stack.pop()
+            elif not isinstance(st, ast.stmt):
+                st()  # a try's handler: its type and name, before its body
+            elif isinstance(st, _FUNCS):
                 self.function(st, None, frozenset())
             elif isinstance(st, ast.ClassDef):
                 self.klass(st)
@@ -190,18 +201,12 @@ class _Extractor:
                 self.import_(st)
             elif isinstance(st, ast.If):
                 self.walk([st.test], self.module)
-                self.module_body(st.body)
-                self.module_body(st.orelse)
+                stack.append(iter([*st.body, *st.orelse]))
             elif isinstance(st, _TRY):
-                self.module_body(st.body)
+                todo: list[ast.stmt | Callable[[], None]] = [*st.body]
                 for h in st.handlers:
-                    if h.type is not None:
-                        self.walk([h.type], self.module)
-                    if h.name:
-                        self.module.bound.add(h.name)
-                    self.module_body(h.body)
-                self.module_body(st.orelse)
-                self.module_body(st.finalbody)
+                    todo += [partial(self._handler, h), *h.body]
+                stack.append(iter([*todo, *st.orelse, *st.finalbody]))
             elif isinstance(st, ast.With | ast.AsyncWith):
                 roots: list[ast.AST] = []
                 for item in st.items:
@@ -209,9 +214,15 @@ class _Extractor:
                     if item.optional_vars is not None:
                         roots.append(item.optional_vars)
                 self.walk(roots, self.module)
-                self.module_body(st.body)
+                stack.append(iter(st.body))
             else:
                 self.walk([st], self.module)
+
+    def _handler(self, h: ast.ExceptHandler) -> None:
+        if h.type is not None:
+            self.walk([h.type], self.module)
+        if h.name:
+            self.module.bound.add(h.name)
 
     def _symbol(self, qual: str, kind: str, line: int) -> SymbolAcc:
         acc = self.symbols.get(qual)

@@ -158,15 +158,23 @@ class JsModules:
         return ("ext", name) if name else None
 
     def _options_for(self, directory: str) -> PathOptions | None:
-        if directory in self._dir_options:
-            return self._dir_options[directory]
-        if directory in self.options:
-            found: PathOptions | None = self.options[directory]
-        elif directory:
-            found = self._options_for(posixpath.dirname(directory))
+        """The options of the nearest config at or above ``directory``, remembered for every
+        folder on the way up (a loop: a folder a thousand levels deep is no recursion)."""
+        known, options = self._dir_options, self.options
+        climbed: list[str] = []
+        found: PathOptions | None = None
+        while directory not in known:
+            climbed.append(directory)
+            if directory in options:
+                found = options[directory]
+                break
+            if not directory:
+                break
+            directory = posixpath.dirname(directory)
         else:
-            found = None
-        self._dir_options[directory] = found
+            found = known[directory]
+        for folder in climbed:
+            known[folder] = found
         return found
 
     def probe(self, path: str) -> str | None:

@@ -138,7 +138,7 @@ class _Raw:
 def _read(path: str, text: str) -> _Raw | None:
     try:
         data = loads_lenient(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than json can read
         return None
     if not isinstance(data, dict):
         return None
@@ -167,8 +167,17 @@ def _read(path: str, text: str) -> _Raw | None:
 def load_configs(configs: Mapping[str, str]) -> dict[str, PathOptions]:
     """Directory (source-relative, ``""`` for the root) → effective options of its config."""
     raws = {path: raw for path, text in configs.items() if (raw := _read(path, text))}
+    # Each (config, depth) is merged once: a config that extends the same parent K times (or a
+    # cycle) was followed K**depth times, 49 s for K = 5.
+    known: dict[tuple[str, int], _Raw | None] = {}
 
     def effective(path: str, depth: int) -> _Raw | None:
+        key = (path, depth)
+        if key not in known:
+            known[key] = merge(path, depth)
+        return known[key]
+
+    def merge(path: str, depth: int) -> _Raw | None:
         raw = raws.get(path)
         if raw is None or depth > _MAX_EXTENDS:
             return raw

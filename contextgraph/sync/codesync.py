@@ -64,9 +64,14 @@ def rebuild_code_graph(engine: Engine, source_id: int) -> None:
             conn.execute(delete(T_ENTITIES).where(T_ENTITIES.c.file_id.in_(chunk)))
         entity_rows: list[dict[str, Any]] = []
         packages = [e for e in graph.entities if e.kind == "package"]
+        taken: set[tuple[str, str]] = set()
         for e in graph.entities:
-            if e.kind == "package":
+            # A key is a path, '::' and a qualified name, and both may hold '::' (a JS method
+            # named by the string "js::f", a file named "x.js::Cls.js"): two symbols can spell
+            # one key. The first keeps it; the store's unique key would fail the whole sync.
+            if e.kind == "package" or (e.kind, e.key) in taken:
                 continue
+            taken.add((e.kind, e.key))
             entity_rows.append(
                 {
                     "kind": e.kind,

@@ -1,0 +1,125 @@
+"""Code graphs under hostile input: what failed a whole sync, or grew faster than the input, in a
+hunt for such inputs (stop 41). Each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextgraph import ContextGraph
+from contextgraph.code import build_graph, parse_code
+from contextgraph.code.python_compat import _bound_and_default
+from contextgraph.code.tsconfig import load_configs
+from contextgraph.sync.scan import scan
+
+
+def sync_and_check(root: Path, db_path: Path) -> ContextGraph:
+    graph = ContextGraph.open(db_path)
+    report = graph.sync([root])
+    assert report.failed == [] and graph.doctor().ok
+    return graph
+
+
+def test_a_tsconfig_nested_deeper_than_json_reads_is_no_config(
+    tmp_path: Path, db_path: Path
+) -> None:
+    root = tmp_path / "ts"
+    root.mkdir()
+    (root / "tsconfig.json").write_text("[" * 5000 + "]" * 5000, encoding="utf-8")
+    (root / "a.ts").write_text("import { x } from 'lib';\nexport const y = x;\n", "utf-8")
+    assert load_configs({"tsconfig.json": "[" * 5000 + "]" * 5000}) == {}
+    with sync_and_check(root, db_path) as graph:
+        assert graph.expand(["a.ts"]).matched == ("a.ts",)
+
+
+def test_a_tsconfig_extending_itself_many_times_is_read_once(tmp_path: Path) -> None:
+    config = json.dumps(
+        {"extends": ["./tsconfig.json"] * 12, "compilerOptions": {"baseUrl": "src"}}
+    )
+    options = load_configs({"tsconfig.json": config})  # was 12**11 merges: never finished
+    assert options[""].base_url == "src"
+
+
+def test_a_file_a_thousand_folders_deep_is_synced(tmp_path: Path, db_path: Path) -> None:
+    root = tmp_path / "deep"
+    root.mkdir()
+    depth = 1100
+    folder = os.open(root, os.O_RDONLY)
+    try:  # relative to a folder descriptor: no path here passes PATH_MAX
+        for _ in range(depth):
+            os.mkdir("a", dir_fd=folder)
+            inner = os.open("a", os.O_RDONLY, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        fd = os.open("x.js", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=folder)
+        os.write(fd, b"import React from 'react';\nexport function f() { return React; }\n")
+        os.close(fd)
+    finally:
+        os.close(folder)
+    try:
+        assert [f.path.count("/") for f in scan(root).files] == [depth]
+        with sync_and_check(root, db_path) as graph:
+            assert graph.stats().files == {"code": 1}
+    finally:
+        _remove_deep(root, depth)  # shutil.rmtree (pytest's too) recurses once per level
+
+
+def _remove_deep(root: Path, depth: int) -> None:
+    """Remove ``root``/a/a/.../x.js (``depth`` folders) bottom-up, without recursion."""
+    fds = [os.open(root, os.O_RDONLY)]
+    for _ in range(depth):
+        fds.append(os.open("a", os.O_RDONLY, dir_fd=fds[-1]))
+    os.unlink("x.js", dir_fd=fds[-1])
+    while len(fds) > 1:
+        os.close(fds.pop())
+        os.rmdir("a", dir_fd=fds[-1])
+    os.close(fds[0])
+
+
+def test_two_symbols_that_spell_one_key_do_not_fail_the_sync(tmp_path: Path, db_path: Path) -> None:
+    root = tmp_path / "clash"
+    root.mkdir()
+    (root / "x.js").write_text('export class Cls {\n  "js::f"() { return 1; }\n}\n', "utf-8")
+    (root / "x.js::Cls.js").write_text("export function f() { return 2; }\n", "utf-8")
+    with sync_and_check(root, db_path) as graph:
+        assert graph.expand(["Cls"]).matched == ("Cls",)
+
+
+def test_a_module_level_if_with_a_thousand_elifs_keeps_its_facts() -> None:
+    branches = "".join(f"elif x == {i}:\n    def f{i}(): pass\n" for i in range(1000))
+    facts = parse_code("many.py", "x = 0\nif x < 0:\n    def neg(): pass\n" + branches)
+    assert {s.qualname for s in facts.symbols} == {"neg", *(f"f{i}" for i in range(1000))}
+
+
+_OLD_PARAM = re.compile(
+    rb"\s*\*{0,2}\s*\w+\s*(?::(?P<bound>[^=]+?))?\s*(?:=(?P<default>.+))?\s*$", re.S
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from([" ", ":", "=", "*", "a", "\n", "é", "1", "\t", "\r", "\f"])))
+def test_a_type_parameters_bound_and_default_are_what_the_pattern_gave(parts: list[str]) -> None:
+    param = "".join(parts).encode()
+    match = _OLD_PARAM.match(param)
+    groups = () if match is None else (match["bound"], match["default"])
+    assert _bound_and_default(param) == [g.strip() for g in groups if g and g.strip()]
+
+
+def test_a_type_parameter_with_a_long_run_of_blanks_is_read() -> None:
+    text = "type A[T: int" + " " * 20000 + "| str] = int\n\ndef after(): pass\n"
+    facts = parse_code("alias.py", text)  # was cubic: 2,000 blanks took 10 s
+    assert "after" in {s.qualname for s in facts.symbols}
+
+
+def test_every_graph_of_the_hostile_inputs_builds(tmp_path: Path) -> None:
+    files = {
+        "x.js": parse_code("x.js", 'export class Cls {\n  "js::f"() { return 1; }\n}\n'),
+        "x.js::Cls.js": parse_code("x.js::Cls.js", "export function f() { return 2; }\n"),
+    }
+    keys = [e.key for e in build_graph(files, {}).entities if e.kind != "package"]
+    assert "x.js::Cls.js::f" in keys  # two symbols spell it: the store keeps the first
