@@ -49,7 +49,13 @@ def __getattr__(name: str) -> Any:
 def parse_code(path: str, text: str) -> FileFacts:
     """Facts of one code file; ``path`` is source-relative posix, its extension picks the
     language. Raises :class:`CodeParseError` (one-line reason) when the file does not parse
-    or the extension is not in :data:`CODE_EXTENSIONS`."""
+    or the extension is not in :data:`CODE_EXTENSIONS`.
+
+    Line ends are read as Python reads a source file (universal newlines: ``\\r\\n`` and a
+    lone ``\\r`` end a line like ``\\n``), for every language: the newer-syntax rewrite and
+    tree-sitter count ``\\n`` alone, and a file with old Mac line ends was one line to them."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     ext = posixpath.splitext(path)[1].lower()
     if ext == ".py":
         from contextgraph.code.python import parse_python

@@ -134,6 +134,12 @@ class _Builder:
         self._bound: dict[tuple[str, BindingFact], Target | None] = {}
         self._chains: dict[tuple[str, str, bool], tuple[str, float] | None] = {}
         self._hops = 0  # member() calls in progress: modules a resolution goes through
+        self._binding = 0  # bound() calls in progress
+        # local() answers found with no member() or bound() in progress (where no cycle's
+        # placeholder can have stood in for an answer): a name bound by N imports of one file
+        # was looked up through all N for each of its uses.
+        self._locals: dict[tuple[str, str], Target | None] = {}
+        self._star_modules: dict[str, list[Target]] = {}  # path -> its star imports' modules
 
     # -- resolution -------------------------------------------------------------------------
 
@@ -148,9 +154,13 @@ class _Builder:
         if key in self._bound:
             return self._bound[key]
         self._bound[key] = None  # a cycle resolves to nothing
-        target = self.module(path, b.module, b.level)
-        if target is not None and target[0] != "ext" and b.attr is not None:
-            target = self.member(target, b.attr)
+        self._binding += 1
+        try:
+            target = self.module(path, b.module, b.level)
+            if target is not None and target[0] != "ext" and b.attr is not None:
+                target = self.member(target, b.attr)
+        finally:
+            self._binding -= 1
         self._bound[key] = target
         return target
 
@@ -209,16 +219,33 @@ class _Builder:
     def _from_stars(self, path: str, name: str) -> Target | None:
         if name.startswith("_") and self.facts[path].language == "python":
             return None  # `from m import *` skips private names
-        for star in self.stars[path]:
-            mod = self.module(path, star.module, star.level)
-            if mod is not None and mod[0] != "ext":
-                found = self.member(mod, name)
-                if found is not None and found[0] != "ext":
-                    return found
+        for mod in self._stars_of(path):
+            found = self.member(mod, name)
+            if found is not None and found[0] != "ext":
+                return found
         return None
+
+    def _stars_of(self, path: str) -> list[Target]:
+        """The modules of ``path``'s star imports that are in the graph, in import order,
+        resolved once (each name looked up through them resolved them all again)."""
+        mods = self._star_modules.get(path)
+        if mods is None:
+            resolved = (self.module(path, star.module, star.level) for star in self.stars[path])
+            mods = self._star_modules[path] = [m for m in resolved if m and m[0] != "ext"]
+        return mods
 
     def local(self, path: str, name: str) -> Target | None:
         """A module-level name of ``path``: its own symbol, else what its import binds."""
+        key = (path, name)
+        if key in self._locals:
+            return self._locals[key]
+        settled = self._hops == 0 and self._binding == 0
+        found = self._local(path, name)
+        if settled:
+            self._locals[key] = found
+        return found
+
+    def _local(self, path: str, name: str) -> Target | None:
         sym = self.top[path].get(name)
         if sym is not None:
             return ("sym", sym)
