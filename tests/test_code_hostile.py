@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from contextgraph import ContextGraph
 from contextgraph.code import build_graph, parse_code
 from contextgraph.code.python_compat import _bound_and_default
-from contextgraph.code.tsconfig import load_configs
+from contextgraph.code.tsconfig import PathOptions, _join, load_configs
 from contextgraph.sync.scan import scan
 
 
@@ -151,3 +151,53 @@ def test_names_bound_by_many_imports_and_stars_resolve_as_before() -> None:
     refs = {(r.src[1], r.dst[1]) for r in graph.relations if r.type == "references"}
     assert {d for s, d in refs if s == "rebind.py"} == {"m0.py::f5"}  # the import in the graph
     assert {d for s, d in refs if s == "star.py"} == {"pkg/mod.py::x0", "pkg/mod.py::x7"}
+
+
+def _old_pick(paths: tuple[tuple[str, tuple[str, ...]], ...], spec: str) -> object:
+    """The pattern a paths map gave ``spec`` before patterns were indexed: a scan of all."""
+    best: tuple[int, str, str, tuple[str, ...]] | None = None
+    for pattern, targets in paths:
+        star = pattern.find("*")
+        if star < 0:
+            if pattern == spec:
+                best = (len(pattern) + 1, "", pattern, targets)
+                break
+            continue
+        prefix, suffix = pattern[:star], pattern[star + 1 :]
+        if (
+            len(spec) >= len(prefix) + len(suffix)
+            and spec.startswith(prefix)
+            and spec.endswith(suffix)
+            and (best is None or len(prefix) > best[0])
+        ):
+            best = (len(prefix), spec[len(prefix) : len(spec) - len(suffix)], pattern, targets)
+    return best
+
+
+_PIECES = st.text(alphabet="ab/@*", max_size=5)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_PIECES, max_size=6, unique=True), _PIECES.filter(lambda s: "*" not in s))
+def test_a_paths_map_picks_the_pattern_it_picked_before(patterns: list[str], spec: str) -> None:
+    paths = tuple((p, (f"t{i}/*",)) for i, p in enumerate(patterns))
+    options = PathOptions(None, paths, "")
+    best = _old_pick(paths, spec)
+    targets = [] if best is None else [_join("", t.replace("*", best[1], 1)) for t in best[3]]  # type: ignore[index]
+    expected = (best is not None and best[2] != "*", targets)  # type: ignore[index]
+    assert options.candidates(spec) == expected
+
+
+def test_a_paths_map_of_thousands_of_patterns_resolves_every_import() -> None:
+    n = 3000
+    paths = {f"@lib{i}/*": [f"libs/{i}/*"] for i in range(n)}
+    config = json.dumps({"compilerOptions": {"baseUrl": ".", "paths": paths}})
+    sources = "".join(f"import {{ v{i} }} from '@lib{i}/mod';\n" for i in range(n))
+    files = {
+        f"libs/{i}/mod.ts": parse_code(f"libs/{i}/mod.ts", f"export const v{i} = 1;\n")
+        for i in range(0, n, 500)
+    }
+    files["app.ts"] = parse_code("app.ts", sources)
+    graph = build_graph(files, {"tsconfig.json": config})
+    imported = {r.dst[1] for r in graph.relations if r.type == "imports" and r.src[1] == "app.ts"}
+    assert {f"libs/{i}/mod.ts" for i in range(0, n, 500)} <= imported

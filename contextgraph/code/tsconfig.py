@@ -16,6 +16,7 @@ import json
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from contextgraph.code.kinds import CONFIG_FILENAMES
@@ -92,23 +93,25 @@ class PathOptions:
     paths_base: str = ""
 
     def candidates(self, spec: str) -> tuple[bool, list[str]]:
-        """(a ``paths`` pattern other than ``*`` matched, candidate paths to probe in order)."""
+        """(a ``paths`` pattern other than ``*`` matched, candidate paths to probe in order).
+
+        The pattern is the one equal to ``spec``, else the wildcard one with the longest
+        prefix that matches (the first listed among equals), found through
+        :attr:`_patterns`: one dictionary lookup per prefix of ``spec``, where a scan of every
+        pattern for every import made a config of N patterns and N imports cost N * N.
+        """
+        exact, wild = self._patterns
         best: tuple[int, str, str, tuple[str, ...]] | None = None
-        for pattern, targets in self.paths:
-            star = pattern.find("*")
-            if star < 0:
-                if pattern == spec:
-                    best = (len(pattern) + 1, "", pattern, targets)
+        if spec in exact:
+            best = (len(spec) + 1, "", spec, exact[spec])
+        else:
+            for cut in range(len(spec), -1, -1):
+                for suffix, pattern, targets in wild.get(spec[:cut], ()):
+                    if len(spec) >= cut + len(suffix) and spec.endswith(suffix):
+                        best = (cut, spec[cut : len(spec) - len(suffix)], pattern, targets)
+                        break
+                if best is not None:
                     break
-                continue
-            prefix, suffix = pattern[:star], pattern[star + 1 :]
-            if (
-                len(spec) >= len(prefix) + len(suffix)
-                and spec.startswith(prefix)
-                and spec.endswith(suffix)
-                and (best is None or len(prefix) > best[0])
-            ):
-                best = (len(prefix), spec[len(prefix) : len(spec) - len(suffix)], pattern, targets)
         out: list[str] = []
         matched = False
         if best is not None:
@@ -119,6 +122,21 @@ class PathOptions:
         if self.base_url is not None:
             out.append(_join(self.base_url, spec))
         return matched, out
+
+    @cached_property
+    def _patterns(
+        self,
+    ) -> tuple[dict[str, tuple[str, ...]], dict[str, list[tuple[str, str, tuple[str, ...]]]]]:
+        """(pattern without ``*`` -> targets, prefix -> [(suffix, pattern, targets)] in order)."""
+        exact: dict[str, tuple[str, ...]] = {}
+        wild: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {}
+        for pattern, targets in self.paths:
+            star = pattern.find("*")
+            if star < 0:
+                exact.setdefault(pattern, targets)
+            else:
+                wild.setdefault(pattern[:star], []).append((pattern[star + 1 :], pattern, targets))
+        return exact, wild
 
 
 def _join(base: str, rel: str) -> str:
