@@ -8,12 +8,13 @@ import os
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextgraph import ContextGraph
-from contextgraph.code import build_graph, parse_code
-from contextgraph.code.python_compat import _bound_and_default
+from contextgraph.code import CodeParseError, build_graph, parse_code
+from contextgraph.code.python_compat import _bound_and_default, downlevel, may_hold_newer_syntax
 from contextgraph.code.tsconfig import PathOptions, _join, load_configs
 from contextgraph.sync.scan import scan
 
@@ -201,3 +202,26 @@ def test_a_paths_map_of_thousands_of_patterns_resolves_every_import() -> None:
     graph = build_graph(files, {"tsconfig.json": config})
     imported = {r.dst[1] for r in graph.relations if r.type == "imports" and r.src[1] == "app.ts"}
     assert {f"libs/{i}/mod.ts" for i in range(0, n, 500)} <= imported
+
+
+NEWER = [
+    "type Alias = list[int]\n",
+    "def f[T](x: T) -> T:\n    return x\n",
+    "class C[T]:\n    pass\n",
+    'x = f"{"nested"}"\n',
+    "x = rF'{a!r}'\n",
+    "x = t'{a}'\n",
+    "try:\n    pass\nexcept A, B:\n    pass\n",
+]
+
+
+def test_every_construct_the_rewrite_changes_is_seen_by_its_text() -> None:
+    for text in NEWER:
+        assert downlevel(text) != text and may_hold_newer_syntax(text), text
+
+
+def test_a_broken_file_without_newer_syntax_is_refused_without_the_rewrite() -> None:
+    text = "x = " + "~ ** " * 100_000 + "\n"  # 500 kB: tree-sitter's query took about a minute
+    assert not may_hold_newer_syntax(text)
+    with pytest.raises(CodeParseError, match="Python syntax error at line 1"):
+        parse_code("broken.py", text)

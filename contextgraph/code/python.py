@@ -122,11 +122,11 @@ _LIMITS_OF_EVERY_PYTHON = ("too many nested parentheses", "too many levels of in
 
 def _parse_newer(path: str, text: str, error: SyntaxError) -> ast.Module:
     """Parse a file the running ``ast`` refused, if it is newer Python (3.12+) syntax."""
-    from contextgraph.code.python_compat import downlevel
+    from contextgraph.code.python_compat import downlevel, may_hold_newer_syntax
 
     msg = error.msg or "invalid syntax"
     refused = CodeParseError(f"Python syntax error at line {error.lineno}: {msg}")
-    if msg in _LIMITS_OF_EVERY_PYTHON:
+    if msg in _LIMITS_OF_EVERY_PYTHON or not may_hold_newer_syntax(text):
         raise refused
     try:
         return _parse(path, downlevel(text))
