@@ -127,9 +127,10 @@ def test_every_forwarded_query_answers_byte_for_byte_as_a_fresh_process(
     server: Server, synced: Path
 ) -> None:
     statuses = set()
+    clock = {"CONTEXTGRAPH_NOW": "2026-12-01T00:00:00Z"}  # a read's JSON says when it was read
     for args in QUERIES:
-        here = run_here(synced, *args)
-        served = run(synced, *args)
+        here = run_here(synced, *args, **clock)
+        served = run(synced, *args, **clock)
         assert served == here, args
         statuses.add(here[0])
     assert statuses == {0, 1, 2}  # answers, refusals and usage errors all came back as they are
