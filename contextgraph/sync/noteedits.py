@@ -33,18 +33,7 @@ def edited(
     when the edit cannot apply as asked (nothing is changed then)."""
     EDIT_COUNT.check(count)  # every operation, as the CLI and MCP bound it
     mark = BOM if text.startswith(BOM) else ""
-    return mark + _edited(text[len(mark) :], operation, content, find, replace, count, heading)
-
-
-def _edited(
-    text: str,
-    operation: str,
-    content: str | None,
-    find: str | None,
-    replace: str | None,
-    count: int,
-    heading: str | None,
-) -> str:
+    text = text[len(mark) :]
     if operation == "replace_text":
         if not find:
             raise InvalidArgument("replace_text needs the text to find")
@@ -56,21 +45,21 @@ def _edited(
             raise InvalidArgument(
                 f"the text to find occurs {found} time(s), not {count}: nothing changed"
             )
-        return text.replace(find, replace)
+        return mark + text.replace(find, replace)
     if content is None:
         raise InvalidArgument(f"{operation} needs content")
     if operation == "append":
         joiner = "" if not text or text.endswith("\n") else "\n"
-        return text + joiner + content
+        return mark + text + joiner + content
     if operation == "prepend":
         match = FRONTMATTER.match(text)
         head, body = (text[: match.end()], text[match.end() :]) if match else ("", text)
         joiner = "" if content.endswith("\n") or not body else "\n"
-        return head + content + joiner + body
+        return mark + head + content + joiner + body
     if not heading or not heading.strip("# \t"):
         raise InvalidArgument("replace_section needs a heading")
     EDIT_HEADING.check(heading)
-    return _replace_section(text, heading, content)
+    return mark + _replace_section(text, heading, content)
 
 
 def _replace_section(text: str, heading: str, content: str) -> str:
