@@ -292,3 +292,20 @@ def test_authentication_service_pulls_in_token_validator_through_the_cli(db_url:
         "uri",
     }
     assert hit["uri"] == "memory://code/auth/tokens.py"
+
+
+def test_a_qualified_name_or_a_path_and_name_is_a_seed(store: ContextGraph) -> None:
+    store.sync([EXAMPLES / "code"])
+    plain = store.expand(["validate"])
+    assert "validate" in plain.matched  # by its name, as before
+    for seed in (
+        "TokenValidator.validate",
+        "tokenvalidator.VALIDATE",
+        "auth/tokens.py::TokenValidator.validate",
+        "auth/tokens.py::TokenValidator",
+    ):
+        found = store.expand([seed])
+        assert found.matched, seed
+        assert found.results, seed
+    assert store.expand(["Nothing.validate"]).matched == ()
+    assert store.expand(["other/tokens.py::TokenValidator"]).matched == ()

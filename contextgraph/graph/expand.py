@@ -116,7 +116,38 @@ def match_seeds(conn: Connection, seeds: list[str]) -> dict[int, tuple[str, str,
             if kind == "file" and not _is_stem_match(name.lower(), lowered):
                 continue
             found[int(eid)] = (name, kind, path)
+        if "." in lowered or "::" in lowered:
+            for eid, name, kind, path in _qualified(conn, lowered):
+                found[int(eid)] = (name, kind, path)
     return found
+
+
+def _qualified(conn: Connection, lowered: str) -> list[tuple[Any, ...]]:
+    """The symbols a qualified seed names: ``Class.method`` (a qualified name, or the end of
+    one from a dot) or ``path::Class.method`` (a whole one), case-insensitively. Found by the
+    last part's name (indexed), then the key's end: a symbol's key is ``<source id>:<path>::
+    <qualified name>``.
+    """
+    last = lowered.rpartition("::")[2].rpartition(".")[2]
+    if not last:
+        return []
+    tail = db.escape_like(lowered)
+    values = {"last": last, "qualified": "%::" + tail, "nested": "%." + tail, "whole": "%:" + tail}
+    return compiled_tuples(conn, "expand.qualified", _qualified_statement, values)
+
+
+def _qualified_statement() -> Any:
+    e = T_ENTITIES
+    key = func.lower(e.c.key)
+    return select(e.c.id, e.c.name, e.c.kind, e.c.path).where(
+        e.c.kind == "symbol",
+        e.c.name_lower == bindparam("last"),
+        or_(
+            key.like(bindparam("qualified"), escape="\\"),
+            key.like(bindparam("nested"), escape="\\"),
+            key.like(bindparam("whole"), escape="\\"),
+        ),
+    )
 
 
 def _match_statement(with_concept: bool) -> Any:
