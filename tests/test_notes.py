@@ -182,3 +182,17 @@ def test_read_finds_a_note_by_the_heading_title_search_shows(
     assert store.read("Rules").path == "titled.md"
     with pytest.raises(NotFound):
         store.read("Heading Not Title")
+
+
+def test_a_path_in_the_other_normal_form_reads_and_filters(
+    store: ContextGraph, vault: Path, write: Writer
+) -> None:
+    """A macOS vault's paths are NFD; a URI or folder typed (or copied) in NFC names them too."""
+    write("Cafe\u0301/Cre\u0300me.md", "Brûlée [[Dessert]]")  # both parts in NFD
+    store.sync([vault], name="v")
+    stored = "Cafe\u0301/Cre\u0300me.md"
+    for typed in (stored, "Café/Crème.md"):
+        assert store.read(f"memory://v/{typed}").path == stored, typed
+        assert store.read(typed).path == stored, typed
+    for folder in ("Cafe\u0301", "Café"):
+        assert [h.path for h in store.search("dessert brûlée", folder=folder).hits] == [stored]

@@ -104,7 +104,8 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
         if not source or not path:
             raise InvalidArgument("a memory:// URI needs a source name and a path")
         rel = check_relative(path)
-        return list(conn.execute(base.where(T_SOURCES.c.name == source, T_FILES.c.path == rel)))
+        spelled = T_FILES.c.path.in_(_forms(rel))
+        return list(conn.execute(base.where(T_SOURCES.c.name == source, spelled)))
     if "://" in identifier:
         raise UnsafePath("only memory:// URIs are served")
     try:
@@ -116,10 +117,18 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
         if not titled:
             raise  # said as a path's refusal: nothing is titled so either
         return titled
-    rows = list(conn.execute(base.where(T_FILES.c.path == rel).order_by(T_SOURCES.c.name)))
+    rows = list(
+        conn.execute(base.where(T_FILES.c.path.in_(_forms(rel))).order_by(T_SOURCES.c.name))
+    )
     if rows:
         return rows
     return _titled(conn, base, identifier, unicodedata.normalize("NFC", rel))
+
+
+def _forms(path: str) -> list[str]:
+    """``path`` as typed and in both Unicode normal forms: a vault written on macOS names its
+    files in NFD (``e`` + U+0301 for ``é``), a terminal or a client types NFC."""
+    return sorted({path, unicodedata.normalize("NFC", path), unicodedata.normalize("NFD", path)})
 
 
 def _titled(conn: Connection, base: Select[Any], identifier: str, composed: str) -> list[Any]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -202,9 +203,17 @@ def ranked_matches(
     prefix = check_relative(folder.strip("/ ")) if folder is not None and folder.strip("/ ") else ""
     if prefix:  # "", ".", "./" and "/" are the source's root: every file
         # The exact folder: a LIKE would fold ASCII case on SQLite (not on PostgreSQL).
+        # In either Unicode normal form: a macOS vault's paths are NFD, typed ones NFC.
         under = bindparam("folder", type_=String)
-        conditions.append(func.substr(f.c.path, 1, func.length(under)) == under)
-        values["folder"] = prefix + "/"
+        other = bindparam("folder_form", type_=String)
+        conditions.append(
+            or_(
+                func.substr(f.c.path, 1, func.length(under)) == under,
+                func.substr(f.c.path, 1, func.length(other)) == other,
+            )
+        )
+        values["folder"] = unicodedata.normalize("NFC", prefix) + "/"
+        values["folder_form"] = unicodedata.normalize("NFD", prefix) + "/"
     shape = (settings, source is not None, kind is not None, "folder" in values)
     ranking = _Ranking(conn, fts, conditions, now, settings, values=values, shape=shape)
     if top > 0 and lite:
