@@ -130,11 +130,11 @@ def build_context(
         EntityName, Field(description="The concept, in plain words or as a [[WikiLink]] target.")
     ],
     depth: Annotated[
-        int, bounded(limits.CONTEXT_DEPTH, "Hops of expansion beyond direct relations.")
-    ] = 2,
+        int | None, bounded(limits.CONTEXT_DEPTH, "Hops of expansion beyond direct relations.")
+    ] = None,
     max_entities: Annotated[
-        int, bounded(limits.CONTEXT_MAX_ENTITIES, "Most relations listed per list.")
-    ] = 20,
+        int | None, bounded(limits.CONTEXT_MAX_ENTITIES, "Most relations listed per list.")
+    ] = None,
     include_content: Annotated[
         bool, Field(description="Add a short text preview of each source note.")
     ] = False,
@@ -147,8 +147,9 @@ def build_context(
     "[[Machine Learning|ML]]" are the same concept. An unknown concept gives empty lists, not
     an error: try search_memories then.
 
-    Parameters: concept_name (required); depth 0-5 (default 2): how many hops to expand past
-    the direct relations (0 = direct only); max_entities 1-100 (default 20): the most
+    Parameters: concept_name (required); depth 0-5 (default: the server's setting, 2 unless
+    CONTEXTGRAPH_DEPTH says otherwise): how many hops to expand past the direct relations
+    (0 = direct only); max_entities 1-100 (default: the setting, normally 20): the most
     relations per list; include_content (default false): add a text preview per note.
 
     Returns conceptName (normalised), depth, communityId, and three lists:
@@ -184,8 +185,12 @@ def expand(
             description="Entity names: classes, functions, file paths or concepts.",
         ),
     ],
-    max_depth: Annotated[int, bounded(limits.EXPAND_MAX_DEPTH, "Most hops from a seed.")] = 2,
-    max_nodes: Annotated[int, bounded(limits.EXPAND_MAX_NODES, "Most entities returned.")] = 20,
+    max_depth: Annotated[
+        int | None, bounded(limits.EXPAND_MAX_DEPTH, "Most hops from a seed.")
+    ] = None,
+    max_nodes: Annotated[
+        int | None, bounded(limits.EXPAND_MAX_NODES, "Most entities returned.")
+    ] = None,
     direction: Annotated[
         Literal["both", "out", "in"],
         Field(description="out: what the seeds use; in: what uses them; both (default)."),
@@ -200,13 +205,14 @@ def expand(
     source-relative file path ("auth/service.py"), or a concept name. Weak, generic or very
     common neighbours are filtered out.
 
-    Parameters: seeds, 1-100 names (required); max_depth 1-5 (default 2): breadth-first hops
-    from the seeds; max_nodes 1-500 (default 20): the most results; direction "out" (only
-    what the seeds import, inherit or reference), "in" (only what uses them) or "both".
+    Parameters: seeds, 1-100 names (required); max_depth 1-5 (default: the server's setting,
+    normally 2): breadth-first hops from the seeds; max_nodes 1-500 (default: the setting,
+    normally 20): the most results; direction "out" (only what the seeds import, inherit or
+    reference), "in" (only what uses them) or "both".
 
     Returns seeds (as given), matchedSeeds (the seeds that named an entity; empty means none
     matched), and results: a list of {entity, kind ("symbol", "file" or "concept"),
-    relationshipType (e.g. "imports", "references", "co-occurs"), depth, score, via (the
+    relationshipType (e.g. "imports", "references", "co_occurs"), depth, score, via (the
     entity it was reached from), path (source-relative file; not for concepts), uri (its
     memory:// URI, for read_memory)}. Within a depth, files a seed imports or is imported by
     come before the symbols a file merely defines.

@@ -94,6 +94,8 @@ async def test_tools_are_listed_with_bounded_parameters(client: Client) -> None:
     }
     for (name, param), (low, high) in bounds.items():
         schema = tools[name].input_schema["properties"][param]
+        # A parameter whose default is a setting may be null: its bound is on the integer.
+        schema = next((s for s in schema.get("anyOf", ()) if s["type"] == "integer"), schema)
         assert (schema["minimum"], schema["maximum"]) == (low, high), (name, param)
     assert tools["search_memories"].input_schema["properties"]["page"]["minimum"] == 1
     concept = tools["build_context"].input_schema["properties"]["concept_name"]
@@ -125,6 +127,25 @@ async def test_build_context_tool_returns_what_the_library_returns(
     got = await call(client, "build_context", concept_name="Kafka", depth=1, include_content=True)
     expected = store.build_context("Kafka", depth=1, include_content=True).as_dict()
     assert got == as_json(expected)
+
+
+async def test_default_limits_are_the_servers_settings_as_for_the_cli(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool argument left out takes the CONTEXTGRAPH_* setting, as the CLI's flag does."""
+    monkeypatch.setenv("CONTEXTGRAPH_NOW", NOW)
+    monkeypatch.setenv("CONTEXTGRAPH_MAX_ENTITIES", "1")
+    monkeypatch.setenv("CONTEXTGRAPH_EXPAND_MAX_NODES", "2")
+    async with Client(create_server(db_url)) as configured:
+        await call(configured, "sync", paths=[str(VAULT)])
+        context = await call(configured, "build_context", concept_name="Machine Learning")
+        assert len(context["directRelations"]) == 1
+        wider = await call(
+            configured, "build_context", concept_name="Machine Learning", max_entities=3
+        )
+        assert len(wider["directRelations"]) == 3
+        expanded = await call(configured, "expand", seeds=["Machine Learning"])
+        assert len(expanded["results"]) == 2
 
 
 async def test_sync_with_no_paths_resyncs_the_registered_sources(client: Client) -> None:
