@@ -104,8 +104,7 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
         if not source or not path:
             raise InvalidArgument("a memory:// URI needs a source name and a path")
         rel = check_relative(path)
-        spelled = T_FILES.c.path.in_(_forms(rel))
-        return list(conn.execute(base.where(T_SOURCES.c.name == source, spelled)))
+        return _spelled(conn, base.where(T_SOURCES.c.name == source), rel)
     if "://" in identifier:
         raise UnsafePath("only memory:// URIs are served")
     try:
@@ -117,18 +116,22 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
         if not titled:
             raise  # said as a path's refusal: nothing is titled so either
         return titled
-    rows = list(
-        conn.execute(base.where(T_FILES.c.path.in_(_forms(rel))).order_by(T_SOURCES.c.name))
-    )
+    rows = _spelled(conn, base.order_by(T_SOURCES.c.name), rel)
     if rows:
         return rows
     return _titled(conn, base, identifier, unicodedata.normalize("NFC", rel))
 
 
-def _forms(path: str) -> list[str]:
-    """``path`` as typed and in both Unicode normal forms: a vault written on macOS names its
-    files in NFD (``e`` + U+0301 for ``é``), a terminal or a client types NFC."""
-    return sorted({path, unicodedata.normalize("NFC", path), unicodedata.normalize("NFD", path)})
+def _spelled(conn: Connection, query: Select[Any], path: str) -> list[Any]:
+    """The rows of ``query`` whose path is ``path`` as typed, else in another Unicode normal
+    form: a vault written on macOS names its files in NFD (``e`` + U+0301 for ``é``), a
+    terminal or a client types NFC. The exact spelling first: NFC and NFD twins are two files.
+    """
+    rows = list(conn.execute(query.where(T_FILES.c.path == path)))
+    forms = {unicodedata.normalize("NFC", path), unicodedata.normalize("NFD", path)} - {path}
+    if rows or not forms:
+        return rows
+    return list(conn.execute(query.where(T_FILES.c.path.in_(sorted(forms)))))
 
 
 def _titled(conn: Connection, base: Select[Any], identifier: str, composed: str) -> list[Any]:
