@@ -196,3 +196,21 @@ def test_a_source_removed_while_a_write_waited_for_the_lock_loses_no_file(
     with pytest.raises(NotFound):
         graph.delete_note("seed.md")
     assert (vault / "seed.md").read_text(encoding="utf-8") == "Seed [[Alpha]] [[Beta]]\n"
+
+
+def test_a_move_after_an_edit_on_disk_keeps_the_reads(graph: ContextGraph, vault: Path) -> None:
+    graph.read("seed.md", now="2026-11-29T00:00:00Z")
+    (vault / "seed.md").write_text("Seed [[Alpha]] [[Gamma]]\n", encoding="utf-8")  # not synced
+    moved = graph.move_note("seed.md", "kept/seed.md")
+    assert moved.action == "moved" and moved.concepts == ("alpha", "gamma")
+    again = graph.read("kept/seed.md", now="2026-01-01T00:00:00Z")  # a read never goes back
+    assert again.last_accessed is not None and again.last_accessed.startswith("2026-11-29")
+
+
+def test_an_edit_that_changes_nothing_still_reads_a_file_changed_on_disk(
+    graph: ContextGraph, vault: Path, tmp_path: Path
+) -> None:
+    (vault / "seed.md").write_text("Seed [[Alpha]] [[Delta]]\n", encoding="utf-8")  # not synced
+    same = graph.edit_note("seed.md", "replace_text", find="Seed", replace="Seed")
+    assert same.action == "unchanged" and same.concepts == ("alpha", "delta")
+    assert snapshot(graph) == fresh_snapshot(vault, tmp_path)

@@ -94,6 +94,7 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
         T_FILES.c.modified,
         T_FILES.c.last_accessed,
         T_FILES.c.search_meta,  # holds a note's first heading: a title when it has no other
+        T_FILES.c.hash,  # what the store read: a writer compares it with the file
         T_SOURCES.c.name.label("source"),
         T_SOURCES.c.root,
     )

@@ -201,6 +201,8 @@ def edit_note(
         data = _encode(new_text, settings)
         if data == current:
             report = SyncReport()
+            if content_hash(current) != row.hash:  # changed on disk since the store read it
+                report = sync_paths(engine, settings, info.name, [row.path], locked=True)
             action: Action = "unchanged"
         else:
             with _file_errors(row.path):
@@ -235,6 +237,10 @@ def move_note(
         if rel == row.path:
             return _result(engine, info, rel, "unchanged", content_hash(current), SyncReport())
         target = _confined_target(info, rel, database)
+        if content_hash(current) != row.hash:
+            # Changed on disk since the store read it: read it first, so that the move is
+            # known by its content as a rename and keeps the note's reads.
+            sync_paths(engine, settings, info.name, [row.path], locked=True, reread=True)
         if os.path.lexists(target):
             raise Conflict(f"{rel} already exists: moves never replace a file")
         source_path = os.path.join(os.path.realpath(info.root), row.path)
