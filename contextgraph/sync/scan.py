@@ -114,9 +114,9 @@ def scan(
                         continue  # never follow a link out of the source
                     st = os.stat(entry.path)
                     is_dir = stat.S_ISDIR(st.st_mode)
-                    real_path = target
+                    real_path: str | None = target
                 else:
-                    real_path = os.path.join(real_dir, name)
+                    real_path = None  # a folder's: its parent's real path and its name
                     # The type comes with the listing: only a file of ours needs its own stat.
                     is_dir = entry.is_dir(follow_symlinks=False)
                     st = None
@@ -125,7 +125,8 @@ def scan(
             if is_dir:
                 if name in SKIPPED_DIRS or os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
                     continue
-                subdirs.append((entry.path, prefix + name, real_path))
+                real = real_path or os.path.join(real_dir, name)
+                subdirs.append((entry.path, prefix + name, real))
                 continue
             # file_kind(name) inline, as this runs for every file of every sync. The name does
             # not start with a dot, so a dot past its start always leaves a stem.
