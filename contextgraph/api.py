@@ -14,7 +14,6 @@ from sqlalchemy import Engine
 from contextgraph.errors import (
     CorruptDatabase,
     InvalidArgument,
-    ReadOnlyDatabase,
     SourceError,
     UnsafePath,
 )
@@ -118,10 +117,7 @@ class ContextGraph:
         return db.is_read_only(self.engine)
 
     def _writable(self, what: str) -> None:
-        if self.read_only:
-            raise ReadOnlyDatabase(
-                f"the database at {self.database_path} is read-only: cannot {what}"
-            )
+        db.check_writable(self.engine, what)
 
     def _now(self, now: datetime | str | None) -> float:
         """Epoch seconds of ``now`` (a datetime, an ISO 8601 string, or None for the

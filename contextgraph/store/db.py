@@ -347,6 +347,13 @@ def _retry_locked(fn: Callable[[], Any], *, deadline_seconds: float = 120.0) -> 
     )
 
 
+def check_writable(engine: Engine, what: str) -> None:
+    """Raise :class:`ReadOnlyDatabase` ("... is read-only: cannot <what>") for a database
+    opened read-only: before a write begins, and before anything else it would change."""
+    if is_read_only(engine):
+        raise ReadOnlyDatabase(f"{_where(engine)} is read-only: cannot {what}")
+
+
 def _where(engine: Engine) -> str:
     if engine.url.get_backend_name() != "sqlite":
         return f"the database {engine.url}"  # str() of a URL hides its password
@@ -417,8 +424,7 @@ def write(
     may delete meanwhile (a cold load's batches, contextgraph/sync/coldload.py). Each check is
     an index lookup per inserted row and key (PostgreSQL keeps its checks).
     """
-    if is_read_only(engine):
-        raise ReadOnlyDatabase(f"{_where(engine)} is read-only: cannot write to it")
+    check_writable(engine, "write to it")
     nowrite.check("write")
     with _translated(engine):
         conn = engine.connect().execution_options(

@@ -29,7 +29,6 @@ from contextgraph.errors import (
     Conflict,
     InvalidArgument,
     NotFound,
-    ReadOnlyDatabase,
     SourceError,
     UnsafePath,
 )
@@ -237,12 +236,12 @@ def move_note(
         if rel == row.path:
             return _result(engine, info, rel, "unchanged", content_hash(current), SyncReport())
         target = _confined_target(info, rel, database)
+        if os.path.lexists(target):
+            raise Conflict(f"{rel} already exists: moves never replace a file")
         if content_hash(current) != row.hash:
             # Changed on disk since the store read it: read it first, so that the move is
             # known by its content as a rename and keeps the note's reads.
             sync_paths(engine, settings, info.name, [row.path], locked=True, reread=True)
-        if os.path.lexists(target):
-            raise Conflict(f"{rel} already exists: moves never replace a file")
         source_path = os.path.join(os.path.realpath(info.root), row.path)
         with _file_errors(rel):
             _make_folders(info, rel, database)
@@ -372,14 +371,21 @@ def _confined_target(info: SourceInfo, rel: str, database: Path | None) -> str:
     """The real path to write ``rel`` at; a symlink there is refused (write to its target), and
     so is a folder that a sync does not walk into (one holding ``pyvenv.cfg``)."""
     target = confine(info.root, rel, database)
-    real_root = os.path.realpath(info.root)
-    if os.path.islink(os.path.join(real_root, rel)):
-        raise UnsafePath(f"{rel} is a symlink: write to the file it points to")
+    real_root = _refuse_link(info, rel, "write to the file it points to")
     if not scannable(real_root, rel):
         raise UnsafePath(f"a sync does not look inside the folder of {rel[:200]}: choose another")
     if os.path.isdir(target):
         raise Conflict(f"{rel} is a folder")
     return target
+
+
+def _refuse_link(info: SourceInfo, rel: str, advice: str) -> str:
+    """The source's real root, once ``rel`` under it is known not to be a symlink: the note
+    tools change a note's own file, never one through a link (UnsafePath, with ``advice``)."""
+    real_root = os.path.realpath(info.root)
+    if os.path.islink(os.path.join(real_root, rel)):
+        raise UnsafePath(f"{rel} is a symlink: {advice}")
+    return real_root
 
 
 def _make_folders(info: SourceInfo, rel: str, database: Path | None) -> None:
@@ -411,8 +417,7 @@ def _stored_note(
 ) -> tuple[str, bytes]:
     """The confined path and bytes of a stored note that must still be on disk, as last read."""
     target = confine(info.root, rel, database)
-    if os.path.islink(os.path.join(os.path.realpath(info.root), rel)):
-        raise UnsafePath(f"{rel} is a symlink: change the file it points to")
+    _refuse_link(info, rel, "change the file it points to")
     current = _current_bytes(target, rel)
     if current is None:
         raise NotFound(f"{rel} is gone from disk; run `contextgraph sync`")
@@ -506,10 +511,7 @@ def _writing(engine: Engine) -> Iterator[None]:
     refused before the lock and before any file is touched. The caller reads the source and the
     note under the lock, where no other sync or write can remove or change them.
     """
-    if db.is_read_only(engine):
-        raise ReadOnlyDatabase(
-            f"the database at {db.database_path(engine)} is read-only: cannot write notes"
-        )
+    db.check_writable(engine, "write notes")
     nowrite.check("write notes")
     with lock_database(engine, wait=True):
         yield
