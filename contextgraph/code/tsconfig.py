@@ -16,7 +16,7 @@ import json
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 from contextgraph.code.kinds import CONFIG_FILENAMES
@@ -185,17 +185,11 @@ def _read(path: str, text: str) -> _Raw | None:
 def load_configs(configs: Mapping[str, str]) -> dict[str, PathOptions]:
     """Directory (source-relative, ``""`` for the root) → effective options of its config."""
     raws = {path: raw for path, text in configs.items() if (raw := _read(path, text))}
+
     # Each (config, depth) is merged once: a config that extends the same parent K times (or a
     # cycle) was followed K**depth times, 49 s for K = 5.
-    known: dict[tuple[str, int], _Raw | None] = {}
-
+    @cache
     def effective(path: str, depth: int) -> _Raw | None:
-        key = (path, depth)
-        if key not in known:
-            known[key] = merge(path, depth)
-        return known[key]
-
-    def merge(path: str, depth: int) -> _Raw | None:
         raw = raws.get(path)
         if raw is None or depth > _MAX_EXTENDS:
             return raw

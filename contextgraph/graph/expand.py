@@ -132,7 +132,9 @@ def _qualified(conn: Connection, lowered: str) -> list[tuple[Any, ...]]:
     if not last:
         return []
     tail = db.escape_like(lowered)
-    values = {"last": last, "qualified": "%::" + tail, "nested": "%." + tail, "whole": "%:" + tail}
+    # After a ':' covers both a whole qualified name (after "::") and a path and name (after
+    # the source id's ':'); after a '.', the end of a longer qualified name.
+    values = {"last": last, "whole": "%:" + tail, "nested": "%." + tail}
     return compiled_tuples(conn, "expand.qualified", _qualified_statement, values)
 
 
@@ -143,9 +145,8 @@ def _qualified_statement() -> Any:
         e.c.kind == "symbol",
         e.c.name_lower == bindparam("last"),
         or_(
-            key.like(bindparam("qualified"), escape="\\"),
-            key.like(bindparam("nested"), escape="\\"),
             key.like(bindparam("whole"), escape="\\"),
+            key.like(bindparam("nested"), escape="\\"),
         ),
     )
 

@@ -243,27 +243,20 @@ def _query_terms(query: str) -> tuple[Term, ...]:
     seen: set[str] = set()
     for segment, phrase in _segments_with_kind(_clean(query)):
         every = tokenize(segment)
-        if phrase and len(every) > MAX_PHRASE_TOKENS:
+        pieces = [every[i : i + MAX_PHRASE_TOKENS] for i in range(0, len(every), MAX_PHRASE_TOKENS)]
+        if phrase:  # one term: the phrase, or past MAX_PHRASE_TOKENS its pieces, all needed
             typed = " ".join(every)
-            if typed.lower() not in seen:
+            if every and typed.lower() not in seen:
                 seen.add(typed.lower())
-                pieces = (
-                    " ".join(every[first : first + MAX_PHRASE_TOKENS])
-                    for first in range(0, len(every), MAX_PHRASE_TOKENS)
-                )
-                terms.append(Term(typed, tuple(dict.fromkeys(pieces)), True))
+                terms.append(Term(typed, tuple(dict.fromkeys(" ".join(p) for p in pieces)), True))
             continue
-        for first in range(0, len(every), MAX_PHRASE_TOKENS):
-            tokens = every[first : first + MAX_PHRASE_TOKENS]
+        for tokens in pieces:  # a bare word's pieces: each a term of its own
             typed = " ".join(tokens)
             if typed.lower() in seen:
                 continue
             seen.add(typed.lower())
-            if phrase:
-                terms.append(Term(typed, (typed,), True))
-            else:
-                spellings = _spellings(tokens)
-                terms.append(Term(typed, spellings, False, _parts(tokens, spellings)))
+            spellings = _spellings(tokens)
+            terms.append(Term(typed, spellings, False, _parts(tokens, spellings)))
     content = [t for t in terms if t.phrase or t.text.lower() not in STOPWORDS]
     return tuple(content or terms)
 
