@@ -17,7 +17,6 @@ by the server when the session ends however the process died.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import sqlite3
 import threading
@@ -47,6 +46,7 @@ from sqlalchemy.pool import StaticPool
 from contextgraph.errors import CorruptDatabase, DatabaseError, InvalidArgument, ReadOnlyDatabase
 from contextgraph.store import head, nowrite
 from contextgraph.store.backoff import with_backoff
+from contextgraph.store.dialect import ensure_math_functions
 from contextgraph.store.ownership import refuse_foreign, wal_wanted
 
 log = logging.getLogger(__name__)
@@ -199,7 +199,7 @@ def make_engine(
             cursor.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         finally:
             cursor.close()
-        _ensure_math_functions(dbapi_connection)
+        ensure_math_functions(dbapi_connection)
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
@@ -317,23 +317,6 @@ def run_write(
         cap=0.5,
         before_sleep=before_sleep,
     )
-
-
-def _ensure_math_functions(dbapi_connection: sqlite3.Connection) -> None:
-    """Register pow() and floor() where SQLite was built without its math functions."""
-    try:
-        dbapi_connection.execute("SELECT pow(2, 2), floor(1.5)").fetchone()
-    except sqlite3.OperationalError:
-        dbapi_connection.create_function("pow", 2, _pow, deterministic=True)
-        dbapi_connection.create_function("floor", 1, _floor, deterministic=True)
-
-
-def _pow(x: float | None, y: float | None) -> float | None:
-    return None if x is None or y is None else math.pow(x, y)
-
-
-def _floor(x: float | None) -> float | None:
-    return None if x is None else float(math.floor(x))
 
 
 def _is_locked(exc: BaseException) -> bool:

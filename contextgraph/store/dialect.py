@@ -8,6 +8,8 @@ before PostgreSQL existed; PostgreSQL gets the equivalent spelling.
 
 from __future__ import annotations
 
+import math
+import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -228,10 +230,28 @@ def has_table(conn: Connection, table: str) -> bool:
     return bool(inspect(conn).has_table(table))
 
 
+def ensure_math_functions(dbapi_connection: sqlite3.Connection) -> None:
+    """Register pow() and floor() where SQLite was built without its math functions."""
+    try:
+        dbapi_connection.execute("SELECT pow(2, 2), floor(1.5)").fetchone()
+    except sqlite3.OperationalError:
+        dbapi_connection.create_function("pow", 2, _pow, deterministic=True)
+        dbapi_connection.create_function("floor", 1, _floor, deterministic=True)
+
+
+def _pow(x: float | None, y: float | None) -> float | None:
+    return None if x is None or y is None else math.pow(x, y)
+
+
+def _floor(x: float | None) -> float | None:
+    return None if x is None else float(math.floor(x))
+
+
 __all__ = [
     "POSTGRESQL",
     "SQLITE",
     "compile_for",
+    "ensure_math_functions",
     "greatest",
     "has_table",
     "insert_ignore",
