@@ -21,6 +21,16 @@ def replace_lone_surrogates(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
+def join_surrogates(text: str) -> str:
+    """``text`` with each pair of surrogates joined into the character it encodes, and each
+    lone one made U+FFFD: YAML's ``"\\uD83C\\uDF89"`` (how JSON-minded writers spell an emoji)
+    parses to two surrogates, which neither UTF-8 nor SQLite takes."""
+    if _LONE_SURROGATE.search(text) is None:
+        return text
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return replace_lone_surrogates(joined)
+
+
 @dataclass(frozen=True)
 class Bound:
     """An inclusive integer range for one argument."""

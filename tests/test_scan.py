@@ -77,12 +77,14 @@ def test_scan_lists_notes_code_and_configs_with_posix_paths_and_stats(tmp_path: 
 
 
 def test_hidden_dependency_and_virtualenv_folders_are_skipped(tmp_path: Path) -> None:
-    for folder in (".git", "node_modules", "__pycache__", "venv", "myenv", "kept"):
+    for folder in (".git", "node_modules", "__pycache__", "venv", "myenv", "kept", "env"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "n.md").write_text("[[x]]", encoding="utf-8")
-    (tmp_path / "myenv" / "pyvenv.cfg").write_text("home = /usr", encoding="utf-8")
+    for venv in ("venv", "myenv"):  # a virtual environment is known by its pyvenv.cfg
+        (tmp_path / venv / "pyvenv.cfg").write_text("home = /usr", encoding="utf-8")
     (tmp_path / ".hidden.md").write_text("[[x]]", encoding="utf-8")
-    assert _paths(tmp_path) == {"kept/n.md": "note"}
+    # A folder of notes named env (no pyvenv.cfg) is no virtual environment.
+    assert _paths(tmp_path) == {"env/n.md": "note", "kept/n.md": "note"}
 
 
 def test_excluded_paths_such_as_the_database_are_left_out(tmp_path: Path) -> None:

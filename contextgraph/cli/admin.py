@@ -16,6 +16,7 @@ from contextgraph.cli.base import (
     open_graph,
     settings_from_env,
 )
+from contextgraph.terminal import shown
 
 
 @click.command(cls=Command)
@@ -79,7 +80,7 @@ def stats(ctx: click.Context, as_json: bool) -> None:
         return
     click.echo(f"database: {data['database']} ({data['databaseBytes']} bytes)")
     for source in data["sources"]:
-        click.echo(f"source {source['name']}: {source['root']}")
+        click.echo(f"source {source['name']}: {shown(source['root'])}")
     click.echo(f"files: {json.dumps(data['files'])}")
     click.echo(f"concepts: {data['concepts']}, relations: {data['relations']}")
     click.echo(f"entities: {json.dumps(data['entities'])}")

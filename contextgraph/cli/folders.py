@@ -18,6 +18,7 @@ from contextgraph.cli.base import (
     open_graph,
 )
 from contextgraph.limits import SYNC_MAX_PATHS
+from contextgraph.terminal import shown
 
 if TYPE_CHECKING:
     from contextgraph.sync.report import SyncReport
@@ -40,7 +41,7 @@ def init(ctx: click.Context, paths: tuple[str, ...], name: str | None) -> None:
     with open_graph(ctx, create=True) as graph:
         for path in paths:
             source = graph.add_source(path, name=name)
-            click.echo(f"source {source.name}: {source.root}")
+            click.echo(f"source {source.name}: {shown(str(source.root))}")
         click.echo(f"database ready: {graph.database_path or graph.engine.url}")
 
 
@@ -72,7 +73,8 @@ def sync(
         _print_sync(report)
     for missing in report.missing:
         click.echo(
-            f"error: the folder of source {missing!r} ({roots.get(missing)}) is gone: restore it, "
+            f"error: the folder of source {missing!r} ({shown(str(roots.get(missing)))}) is gone: "
+            "restore it, "
             f"or forget the source with `contextgraph sources remove {missing}`",
             err=True,
         )
@@ -126,7 +128,7 @@ def sources_group(ctx: click.Context, as_json: bool) -> None:
         click.echo("no sources registered: `contextgraph sync PATH` adds one")
     for source in listed:
         gone = "" if source["exists"] else "  (folder missing)"
-        click.echo(f"{source['name']}: {source['root']}{gone}")
+        click.echo(f"{source['name']}: {shown(source['root'])}{gone}")
 
 
 @sources_group.command(name="remove")

@@ -104,8 +104,15 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
         source, _, path = rest.partition("/")
         if not source or not path:
             raise InvalidArgument("a memory:// URI needs a source name and a path")
-        rel = check_relative(path)
-        return _spelled(conn, base.where(T_SOURCES.c.name == source), rel)
+        query = base.where(T_SOURCES.c.name == source)
+        try:
+            rel = check_relative(path)
+        except UnsafePath:
+            rows = stored_as_named(conn, query, path)
+            if rows:
+                return rows
+            raise
+        return _spelled(conn, query, rel)
     if "://" in identifier:
         raise UnsafePath("only memory:// URIs are served")
     try:
@@ -113,6 +120,9 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
     except UnsafePath:  # no path, but maybe a title ("~draft", "Q: what now")
         if len(identifier) > MAX_PATH_CHARS or "\x00" in identifier:
             raise  # nor a title: every title is a shorter text
+        named = stored_as_named(conn, base.order_by(T_SOURCES.c.name), identifier)
+        if named:
+            return named
         titled = _titled(conn, base, identifier, unicodedata.normalize("NFC", identifier))
         if not titled:
             raise  # said as a path's refusal: nothing is titled so either
@@ -121,6 +131,16 @@ def _candidates(conn: Connection, identifier: str) -> list[Any]:
     if rows:
         return rows
     return _titled(conn, base, identifier, unicodedata.normalize("NFC", rel))
+
+
+def stored_as_named(conn: Connection, query: Select[Any], path: str) -> list[Any]:
+    """The rows of ``query`` stored at exactly ``path``: for a name that
+    :func:`check_relative` refuses as typed input but a sync took from the folder as it is
+    (``~draft.md``, ``C:notes.md``, ``100%25.md``, ``x\\..\\y.md``). A sync stores no ``..``
+    part and no leading ``/``, and :func:`confine` still checks where the file leads."""
+    if not path or len(path) > MAX_PATH_CHARS or "\x00" in path:
+        return []
+    return list(conn.execute(query.where(T_FILES.c.path == path)))
 
 
 def _spelled(conn: Connection, query: Select[Any], path: str) -> list[Any]:

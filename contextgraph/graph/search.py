@@ -51,7 +51,7 @@ from sqlalchemy import (
     select,
 )
 
-from contextgraph.errors import InvalidArgument, NotFound
+from contextgraph.errors import InvalidArgument, NotFound, UnsafePath
 from contextgraph.graph.decay import SECONDS_PER_DAY, reference_weight_sql, weight_sql
 from contextgraph.graph.ftsquery import build_match, query_terms
 from contextgraph.graph.read import check_relative
@@ -72,7 +72,7 @@ from contextgraph.graph.searchbounds import (
 )
 from contextgraph.graph.searchterms import display_title
 from contextgraph.graph.snippet import SNIPPET_CHARS, Highlighter
-from contextgraph.limits import MAX_QUERY_CHARS, SEARCH_LIMIT, SEARCH_PAGE
+from contextgraph.limits import MAX_PATH_CHARS, MAX_QUERY_CHARS, SEARCH_LIMIT, SEARCH_PAGE
 from contextgraph.settings import Settings
 from contextgraph.store.dialect import is_postgresql
 from contextgraph.store.fulltext import FullText, full_text, phrases, sqlite_full_text
@@ -200,7 +200,7 @@ def ranked_matches(
     if kind is not None:
         conditions.append(f.c.kind == bindparam("kind", type_=String))
         values["kind"] = kind
-    prefix = check_relative(folder.strip("/ ")) if folder is not None and folder.strip("/ ") else ""
+    prefix = _folder(conn, folder.strip("/ ")) if folder is not None and folder.strip("/ ") else ""
     if prefix:  # "", ".", "./" and "/" are the source's root: every file
         # The exact folder: a LIKE would fold ASCII case on SQLite (not on PostgreSQL).
         # In either Unicode normal form: a macOS vault's paths are NFD, typed ones NFC.
@@ -224,6 +224,25 @@ def ranked_matches(
     if total == 0 or top <= 0:
         return [], total
     return ranking.best_bm25_first(top, n), total
+
+
+def _folder(conn: Connection, folder: str) -> str:
+    """``folder`` checked as a source-relative path, or taken as it is where a sync stored
+    files under exactly that name (``~``, ``C:``, ``100%25``: names :func:`check_relative`
+    refuses as typed paths)."""
+    try:
+        return check_relative(folder)
+    except UnsafePath:
+        if len(folder) > MAX_PATH_CHARS or "\x00" in folder:
+            raise
+        under = folder + "/"
+        files = T_FILES
+        held = conn.execute(
+            select(files.c.id).where(func.substr(files.c.path, 1, len(under)) == under).limit(1)
+        ).first()
+        if held is None:
+            raise
+        return folder
 
 
 _NOW = bindparam("now", type_=Float)

@@ -31,13 +31,16 @@ class Highlighter:
 
     def __init__(self, terms: list[Term]) -> None:
         stems: set[str] = set()
+        words: dict[str, set[str]] = {}  # stem -> the whole query words it was cut from
         for term in terms:
             for spelling in term.spellings + term.parts:
                 for token in spelling.split():
                     for part in camel_parts(token):
                         stems.add(_stem(part))
+                    words.setdefault(_stem(token), set()).add(token.lower())
         longest = sorted((s for s in stems if s), key=lambda s: (-len(s), s))
         self.stems = tuple(longest[: self.MAX_STEMS])
+        self._words = {stem: sorted(w, key=len, reverse=True) for stem, w in words.items()}
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Where the query's words start a word of ``text`` (or a CamelCase part), in order."""
@@ -53,10 +56,7 @@ class Highlighter:
             while pos >= 0 and count < self.MAX_PER_STEM and looks < last:
                 looks += 1
                 if _starts_word(text, pos) and pos not in found:
-                    end = pos + len(stem)
-                    while end < len(text) and (text[end].islower() or text[end].isdigit()):
-                        end += 1
-                    found[pos] = end
+                    found[pos] = self._end(text, lowered, stem, pos)
                     count += 1
                 pos = lowered.find(stem, pos + 1)
         spans: list[tuple[int, int]] = []
@@ -65,6 +65,22 @@ class Highlighter:
                 continue
             spans.append((start, found[start]))
         return spans
+
+    def _end(self, text: str, lowered: str, stem: str, pos: int) -> int:
+        """Where the word matched at ``pos`` ends: the whole query word where the text spells
+        it (``postgresql`` marks all of ``PostgreSQL``), else the stem and the rest of its
+        part: the lower-case letters and digits after it (``validate`` marks ``Validation``
+        of ``ValidationError``), or the capitals of a word written in capitals."""
+        for word in self._words.get(stem, ()):
+            if lowered.startswith(word, pos):
+                return pos + len(word)
+        end = pos + len(stem)
+        capitals = text[pos:end].isupper()
+        while end < len(text) and (
+            text[end].islower() or text[end].isdigit() or (capitals and text[end].isupper())
+        ):
+            end += 1
+        return end
 
     def count(self, text: str) -> int:
         """How many of the query's words ``text`` holds (each word start counted once)."""

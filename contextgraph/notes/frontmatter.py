@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from contextgraph.limits import join_surrogates
+
 MAX_FRONTMATTER_CHARS = 100_000
 _MAX_YAML_NESTING = 64
 _SCALAR_TYPES = (str, int, float, bool, date)
@@ -250,7 +252,7 @@ def read_frontmatter(text: str) -> tuple[str | None, datetime | None, int, list[
     raw_title = data.get("title")
     if raw_title is not None:
         if isinstance(raw_title, _SCALAR_TYPES):
-            title = str(raw_title)
+            title = join_surrogates(str(raw_title))
         else:
             warnings.append(f"'title' is not a scalar ({type(raw_title).__name__})")
     created_or_warning = _to_utc(data.get("created"))

@@ -64,6 +64,10 @@ def check_root(root: str | os.PathLike[str]) -> Path:
         resolved = path.resolve()
     except OSError as exc:  # a name or path too long for the system, a loop of links
         raise SourceError(f"not a folder: {shown} ({exc.strerror or exc})") from None
+    try:
+        str(resolved).encode("utf-8")
+    except UnicodeEncodeError:  # bytes that were not UTF-8: the store keeps paths as text
+        raise SourceError(f"the folder's path is not valid UTF-8: {shown}") from None
     if resolved.parent == resolved:
         raise SourceError(f"refusing to sync the file-system root {resolved}: give a folder in it")
     for pseudo in PSEUDO_ROOTS:

@@ -204,6 +204,11 @@ def _sql() -> _Statements:
                 mtime_ns=bindparam("mtime_ns"),
                 modified=bindparam("modified"),
                 search_meta=bindparam("search_meta"),  # the path's words are indexed
+                # What the file is parsed as follows its name: a.py moved to a.js is no longer
+                # Python, and a module's name follows its folder.
+                facts=bindparam("facts"),
+                warning=bindparam("warning"),
+                title=bindparam("title"),
             )
         ),
         update_file=driver_sql(
@@ -324,6 +329,9 @@ def _apply_ops(
                     "mtime_ns": op.new.mtime_ns,
                     "modified": op.new.mtime_ns / 1e9,
                     "search_meta": op.new.search_meta,
+                    "facts": op.new.facts,
+                    "warning": "; ".join(op.new.warnings) or None,
+                    "title": op.new.title,
                 }
                 for op in renames
             ],

@@ -29,6 +29,7 @@ class Job(NamedTuple):
     kind: str
     known_hash: str | None
     max_bytes: int
+    root: str | None = None  # the source's real folder: what is read must lie inside it
 
 
 class Prepared(NamedTuple):
@@ -63,6 +64,9 @@ def prepare(job: Job) -> Prepared:
                 return Prepared(job.path, job.kind, "failed", "is a folder")
             if not stat.S_ISREG(st.st_mode):
                 return Prepared(job.path, job.kind, "failed", "not a regular file")
+            if job.root is not None and not _opened_inside(handle.fileno(), job.abspath, job.root):
+                # The scan took a file inside the source; a link swapped in since leads out.
+                return Prepared(job.path, job.kind, "failed", "leads out of the source folder")
             if st.st_size > job.max_bytes:
                 return Prepared(job.path, job.kind, "failed", f"larger than {job.max_bytes} bytes")
             # Read what fstat promises plus one byte, not max_bytes + 1: ``read(n)`` allocates n
@@ -92,6 +96,21 @@ def prepare(job: Job) -> Prepared:
     except Exception as exc:  # a bug met on hostile content: the file fails, the sync goes on
         reason = f"extraction failed ({type(exc).__name__}: {str(exc)[:200]})"
         return Prepared(job.path, job.kind, "failed", reason)
+
+
+def _opened_inside(fd: int, path: str, root: str) -> bool:
+    """Whether the file open as ``fd`` (opened by ``path``) lies inside the folder ``root``.
+
+    Linux names the file an open descriptor reads (``/proc/self/fd``), so a link swapped in
+    for the file, or for a folder on its path, after the scan cannot lead the read out of the
+    source (SPEC §3: never follow a symlink out of the root). Elsewhere the path is resolved
+    once more, which leaves only the instant between the open and that resolution.
+    """
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        real = os.path.realpath(path)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _extract(job: Job, data: bytes, size: int, mtime_ns: int, digest: str) -> Prepared:

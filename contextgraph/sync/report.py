@@ -98,9 +98,8 @@ def report_lines(report: SyncReport) -> list[tuple[str, bool]]:
         )
     for kind, problems in (("failed", report.failed), ("warning", report.warnings)):
         for problem in problems:
-            lines.append(
-                (f"{kind}: {shown(problem.source + '/' + problem.path)}: {problem.reason}", True)
-            )
+            where = shown(problem.source + "/" + problem.path)
+            lines.append((f"{kind}: {where}: {shown(problem.reason)}", True))
     seconds = ", ".join(f"{k} {v:.2f}s" for k, v in data["seconds"].items())
     lines.append((f"time: {seconds}", False))
     return lines

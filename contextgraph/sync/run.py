@@ -13,6 +13,7 @@ stale inside the batch that changes its inputs and recomputed at the end, so it 
 
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -157,7 +158,7 @@ def sync_paths(
         files, asked = picked
         with db.read(engine) as conn:
             existing = stored_files(conn, info.id, asked)
-        jobs = _jobs(files, existing, settings, reread)
+        jobs = _jobs(files, existing, settings, reread, info.root)
         plan = _Plan(info, files=files, existing=existing, jobs=jobs)
     with Extraction(settings) as extraction:
         extraction.begin(plan.jobs)
@@ -323,7 +324,7 @@ def _plan(
         handed_seconds=seconds,
         files=scanned.files,
         existing=existing,
-        jobs=_jobs(scanned.files, existing, settings, reread=False),
+        jobs=_jobs(scanned.files, existing, settings, False, source.root),
         problems=[Problem(source.name, path, reason) for path, reason in scanned.problems],
     )
 
@@ -418,9 +419,14 @@ def _may_read_refusing(jobs: list[Job], existing: dict[str, Existing]) -> bool:
 
 
 def _jobs(
-    files: list[ScannedFile], existing: dict[str, Existing], settings: Settings, reread: bool
+    files: list[ScannedFile],
+    existing: dict[str, Existing],
+    settings: Settings,
+    reread: bool,
+    root: Path,
 ) -> list[Job]:
-    """The files to read: new ones, and stored ones whose size, mtime or kind changed."""
+    """The files to read: new ones, and stored ones whose size, mtime or kind changed (each
+    read only where it still lies inside ``root``, the source folder)."""
     get = existing.get
     changed = [  # the mtime first: it is what differs when anything does
         (f, old)
@@ -436,8 +442,16 @@ def _jobs(
     from contextgraph.sync.ingest import Job  # extraction: not loaded by a no-change sync
 
     limit = settings.max_file_bytes
+    real_root = os.path.realpath(root)
     return [
-        Job(f.path, f.abspath, f.kind, old.hash if old and old.kind == f.kind else None, limit)
+        Job(
+            f.path,
+            f.abspath,
+            f.kind,
+            old.hash if old and old.kind == f.kind else None,
+            limit,
+            real_root,
+        )
         for f, old in changed
     ]
 

@@ -13,9 +13,9 @@ from typing import NamedTuple
 from contextgraph.code.kinds import CODE_EXTENSIONS, CONFIG_FILENAMES
 
 NOTE_EXTENSIONS = frozenset({".md"})
-SKIPPED_DIRS = frozenset(
-    {"node_modules", "__pycache__", "venv", "env", "site-packages", "bower_components"}
-)
+# Dependency and cache folders, by name. A virtual environment is known by its pyvenv.cfg, not
+# its name: a folder of notes may well be called ``env`` or ``venv``.
+SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "bower_components"})
 # suffix -> kind, for the walk's per-file test (file_kind's rules, one dict lookup)
 _KIND_OF_SUFFIX = {
     **{suffix: "code" for suffix in CODE_EXTENSIONS},
@@ -99,14 +99,6 @@ def scan(
             name = entry.name
             if name[0] == ".":
                 continue
-            if not name.isascii() and not _is_utf8(name):  # the folder's part passed already
-                result.problems.append(
-                    (
-                        (prefix + name).encode("utf-8", "replace").decode(),
-                        "file name is not valid UTF-8",
-                    )
-                )
-                continue
             try:
                 if entry.is_symlink():
                     target = os.path.realpath(entry.path)
@@ -120,10 +112,18 @@ def scan(
                     # The type comes with the listing: only a file of ours needs its own stat.
                     is_dir = entry.is_dir(follow_symlinks=False)
                     st = None
+            except PermissionError as exc:  # a folder that may be listed but not searched
+                result.problems.append((_shown(prefix + name), f"cannot stat: {exc.strerror}"))
+                continue
             except OSError:
                 continue  # dangling link, or vanished since the listing
             if is_dir:
                 if name in SKIPPED_DIRS or os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
+                    continue
+                if not name.isascii() and not _is_utf8(name):  # the folder's part passed already
+                    result.problems.append(
+                        (_shown(prefix + name), "folder name is not valid UTF-8")
+                    )
                     continue
                 real = real_path or os.path.join(real_dir, name)
                 subdirs.append((entry.path, prefix + name, real))
@@ -136,9 +136,15 @@ def scan(
                 kind = _KIND_OF_SUFFIX.get(name[dot:].lower()) if dot > 0 else None
                 if kind is None:
                     continue
+            if not name.isascii() and not _is_utf8(name):  # only files of ours are reported
+                result.problems.append((_shown(prefix + name), "file name is not valid UTF-8"))
+                continue
             if st is None:
                 try:
                     st = entry.stat(follow_symlinks=False)
+                except PermissionError as exc:
+                    result.problems.append((prefix + name, f"cannot stat: {exc.strerror}"))
+                    continue
                 except OSError:
                     continue  # vanished since the listing
             if not stat.S_ISREG(st.st_mode):
@@ -184,6 +190,11 @@ def _is_utf8(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _shown(path: str) -> str:
+    """``path`` as a report can hold it: each byte that was not UTF-8 becomes ``?``."""
+    return path if _is_utf8(path) else path.encode("utf-8", "replace").decode()
 
 
 def _inside(path: str, root: str) -> bool:
