@@ -19,6 +19,8 @@ import inspect
 import logging
 import sys
 import threading
+import types
+import typing
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,13 +28,14 @@ from typing import Any
 from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver.tools import Tool
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, ValidationError
 
 from contextgraph import __version__
 from contextgraph.api import ContextGraph
 from contextgraph.background import on_thread, start_refresher
+from contextgraph.errors import ContextGraphError
 from contextgraph.launch import default_database
 from contextgraph.mcp_tools import (
     CHANGES,
@@ -53,6 +56,8 @@ from contextgraph.mcp_tools import (
 )
 from contextgraph.mcp_write_tools import delete_note, edit_note, move_note, write_note
 from contextgraph.settings import Settings
+
+log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """\
 contextgraph is a knowledge graph over the user's markdown notes ([[WikiLinks]] name concepts) and
@@ -90,18 +95,56 @@ def make_tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
         annotations=annotations,
         structured_output=True,
     )
-    loose = tool.fn_metadata.arg_model
+    meta = tool.fn_metadata
+    loose = meta.arg_model
+    # Strict: a value of the published JSON type only (no "5" or true for a number, no "yes"
+    # or 1 for a flag such as overwrite), as the library's own bounds refuse a bool.
+    config = ConfigDict(**{**loose.model_config, "extra": "forbid", "strict": True})
     strict: type[ArgModelBase] = type(
-        loose.__name__,
-        (loose,),
-        {
-            "model_config": ConfigDict(**{**loose.model_config, "extra": "forbid"}),
-            "__module__": loose.__module__,
-        },
+        loose.__name__, (loose,), {"model_config": config, "__module__": loose.__module__}
     )
-    tool.fn_metadata.arg_model = strict
+    tool.fn_metadata = _LiteralText(
+        arg_model=strict,
+        output_schema=meta.output_schema,
+        output_model=meta.output_model,
+        wrap_output=meta.wrap_output,
+    )
     tool.parameters = strict.model_json_schema(by_alias=True)
     return tool
+
+
+class _LiteralText(FuncMetadata):
+    """The SDK's argument handling, with text arguments taken as they are written.
+
+    The SDK parses as JSON every string argument whose annotation is not exactly ``str`` (for
+    clients that send a list as ``'["a", "b"]'``), so an optional text was changed too: the
+    content ``'{"port": 8080}'`` became an object and was refused, and ``find="null"`` or
+    ``source="null"`` became no value at all. Fields that take text are left alone here; the
+    others (lists of seeds) are parsed as before.
+    """
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        fields = self.arg_model.model_fields
+        text = {
+            key
+            for name, field in fields.items()
+            if _takes_text(field.annotation)
+            for key in (name, field.alias)
+            if key
+        }
+        parsed = super().pre_parse_json({k: v for k, v in data.items() if k not in text})
+        return {key: data[key] if key in text else parsed[key] for key in data}
+
+
+def _takes_text(annotation: Any) -> bool:
+    """Whether a field of this annotation accepts a string (``str``, ``str | None``)."""
+    if annotation is str:
+        return True
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _takes_text(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(_takes_text(arg) for arg in typing.get_args(annotation))
+    return False
 
 
 def create_server(
@@ -128,7 +171,12 @@ def create_server(
     async def lifespan(_server: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
         watcher = _start_watcher(state.database) if watch else None
         # The watcher refreshes the precomputed weights itself; a read-only server never writes.
-        refresher = None if watch or read_only else start_refresher(state.database)
+        refresher = None
+        if not (watch or read_only):
+            try:
+                refresher = start_refresher(state.database)
+            except ContextGraphError as exc:  # bad settings, a damaged file: each call says so
+                log.warning("the weights refresher did not start: %s", one_line(str(exc)))
         try:
             yield state
         finally:

@@ -11,9 +11,11 @@ notes live in :mod:`contextgraph.mcp_write_tools`.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 import pydantic_core
@@ -49,16 +51,40 @@ class ServerState:
     read_only: bool = False
     allow: tuple[str, ...] | None = None
     _graph: ContextGraph | None = None
+    _file: tuple[Path, int, int] | None = None  # the database file opened: path, device, inode
     _lock: threading.Lock = field(default_factory=threading.Lock)  # tools run on worker threads
 
     def get(self) -> ContextGraph:
         with self._lock:
+            if self._graph is not None and self._file is not None:
+                self._check_file(*self._file)
             if self._graph is None:
                 # A read-only server writes nothing, a new database file included.
                 self._graph = ContextGraph.open(
                     self.database, settings=Settings.from_env(), create=not self.read_only
                 )
+                path = self._graph.database_path
+                if path is not None:
+                    st = os.stat(path)
+                    self._file = (path, st.st_dev, st.st_ino)
             return self._graph
+
+    def _check_file(self, path: Path, device: int, inode: int) -> None:
+        """Close the graph when its database file was replaced (to open the new one) or removed
+        (said in one line): a server kept answering from the old file, and its writes went
+        into a file nobody would read again."""
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            st = None
+        if st is not None and (st.st_dev, st.st_ino) == (device, inode):
+            return
+        assert self._graph is not None
+        self._graph.close()
+        self._graph, self._file = None, None
+        if st is None:
+            raise ToolError(f"the database file {path} was removed: sync again to rebuild it")
+        log.info("the database file %s was replaced: opening the new one", path)
 
     def close(self) -> None:
         with self._lock:
@@ -76,7 +102,8 @@ class ServerState:
             raise ToolError(one_line(str(exc)) or type(exc).__name__) from exc
         except Exception as exc:
             log.exception("unexpected error in a contextgraph tool")
-            detail = one_line(str(exc), limit=200)
+            # The driver's own words, not SQLAlchemy's text of the statement and its parameters.
+            detail = one_line(str(getattr(exc, "orig", None) or exc), limit=200)
             message = f"unexpected error: {type(exc).__name__}" + (f": {detail}" if detail else "")
             raise ToolError(message) from exc
 
@@ -112,6 +139,8 @@ def bounded(bound: limits.Bound, description: str) -> Any:
 # Argument types several tools share, each bound written once; a use adds its own description
 # (``Annotated[Query, Field(description=...)]``: pydantic merges the two fields).
 Query = Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS)]
+# A search of no words finds nothing, as the library and the CLI answer it (not an error).
+SearchQuery = Annotated[str, Field(max_length=limits.MAX_QUERY_CHARS)]
 EntityName = Annotated[str, Field(min_length=1, max_length=limits.NAME.high)]
 PathText = Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS)]
 SourceName = Annotated[str | None, Field(min_length=1, max_length=limits.SOURCE_NAME.high)]
@@ -277,7 +306,7 @@ def sync(
 
 def search_memories(
     ctx: Context,
-    query: Annotated[Query, Field(description='Words and/or "quoted phrases".')],
+    query: Annotated[SearchQuery, Field(description='Words and/or "quoted phrases".')],
     limit: Annotated[int, bounded(limits.SEARCH_LIMIT, "Hits per page.")] = 10,
     page: Annotated[int, bounded(limits.SEARCH_PAGE, "Page number, from 1.")] = 1,
     source: SourceFilter = None,

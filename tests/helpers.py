@@ -230,3 +230,16 @@ def whole_note_preview(text: str, related: str, query: str) -> str:
     if chosen is None:
         chosen = preview._opening(text, note.blocks, budget)
     return preview._shorten(chosen, budget)[:240]
+
+
+def remove_deep(root: Path, folder: str, depth: int, leaf: str) -> None:
+    """Remove ``root``/folder/folder/.../leaf (``depth`` folders) bottom-up, without recursion:
+    shutil.rmtree, pytest's too, recurses once per level and fails past about 990."""
+    fds = [os.open(root, os.O_RDONLY)]
+    for _ in range(depth):
+        fds.append(os.open(folder, os.O_RDONLY, dir_fd=fds[-1]))
+    os.unlink(leaf, dir_fd=fds[-1])
+    while len(fds) > 1:
+        os.close(fds.pop())
+        os.rmdir(folder, dir_fd=fds[-1])
+    os.close(fds[0])

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import remove_deep
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,19 +68,9 @@ def test_a_file_a_thousand_folders_deep_is_synced(tmp_path: Path, db_path: Path)
         with sync_and_check(root, db_path) as graph:
             assert graph.stats().files == {"code": 1}
     finally:
-        _remove_deep(root, depth)  # shutil.rmtree (pytest's too) recurses once per level
-
-
-def _remove_deep(root: Path, depth: int) -> None:
-    """Remove ``root``/a/a/.../x.js (``depth`` folders) bottom-up, without recursion."""
-    fds = [os.open(root, os.O_RDONLY)]
-    for _ in range(depth):
-        fds.append(os.open("a", os.O_RDONLY, dir_fd=fds[-1]))
-    os.unlink("x.js", dir_fd=fds[-1])
-    while len(fds) > 1:
-        os.close(fds.pop())
-        os.rmdir("a", dir_fd=fds[-1])
-    os.close(fds[0])
+        remove_deep(
+            root, "a", depth, "x.js"
+        )  # shutil.rmtree (pytest's too) recurses once per level
 
 
 def test_two_symbols_that_spell_one_key_do_not_fail_the_sync(tmp_path: Path, db_path: Path) -> None:

@@ -393,8 +393,26 @@ def _make_folders(info: SourceInfo, rel: str, database: Path | None) -> None:
     if str(parent) == ".":
         return
     real_root = os.path.realpath(info.root)
-    os.makedirs(os.path.join(real_root, str(parent)), exist_ok=True)
+    _mkdirs(os.path.join(real_root, str(parent)))
     confine(info.root, str(parent), database)  # a folder swapped for a link meanwhile
+
+
+def _mkdirs(path: str) -> None:
+    """``os.makedirs(path, exist_ok=True)`` without its recursion, one call per level: a
+    note 1,000 folders deep (2,000 characters, inside the path limit) overflowed the stack."""
+    missing: list[str] = []
+    while not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            if not os.path.isdir(folder):  # a file of that name: said as makedirs says it
+                raise
 
 
 # -- the bytes -------------------------------------------------------------------------------
