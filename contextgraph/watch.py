@@ -9,6 +9,11 @@ with :func:`contextgraph.sync.run.sync_paths`: the same incremental code as ``sy
 one-sync lock, so a rename (both paths in one batch) is a rename, and a folder among the paths
 (created, deleted, moved, or a ``git checkout``) is a full sync of its source.
 
+Each watch begins with a full sync of every source (a sync that finds nothing to do costs a
+walk), made once the folders are watched, so a change during it arrives as an event too; and
+every :data:`RESCAN_SECONDS` the watch starts again, so what no event told (an overflow of the
+kernel's queue, a note reached through a link to another) is synced within minutes.
+
 One watcher per database: a second one (another terminal, another MCP server with ``--watch``)
 stands by on ``<database>.watch.lock`` and takes over, after a catch-up sync, if the first
 stops — so no change is synced twice. A source whose folder is deleted is set aside until the
@@ -43,6 +48,7 @@ from contextgraph.sync.run import SyncReport, run_sync, sync_paths
 log = logging.getLogger(__name__)
 
 WEIGHTS_CHECK_SECONDS = 60.0  # how often a watcher asks whether the precomputed lists are due
+RESCAN_SECONDS = 300.0  # how often a watcher syncs every source in full, whatever it was told
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,7 @@ class Watcher:
         debounce_ms: int = 1600,
         step_ms: int = 100,
         poll_seconds: float = 1.0,
+        rescan_seconds: float = RESCAN_SECONDS,
         on_batch: Callable[[Batch], None] | None = None,
         on_state: Callable[[str], None] | None = None,
     ) -> None:
@@ -71,6 +78,7 @@ class Watcher:
         self.debounce_ms = debounce_ms
         self.step_ms = step_ms
         self.poll_seconds = poll_seconds
+        self.rescan_seconds = rescan_seconds
         self.on_batch = on_batch
         self.on_state = on_state or (lambda message: log.info("%s", message))
         self._weights_checked = -math.inf  # time.monotonic() of the last weights check
@@ -82,15 +90,9 @@ class Watcher:
         with self._watch_lock(stop) as active:
             if not active:
                 return
-            synced: set[tuple[str, str]] = set()  # (name, root) caught up since last seen
             while not stop.is_set():
                 sources = self._sources()
                 live = {s for s in sources if s.root.is_dir()}
-                for source in sorted(live, key=lambda s: s.name):
-                    if (source.name, str(source.root)) not in synced:
-                        self._catch_up(source)
-                        synced.add((source.name, str(source.root)))
-                synced &= {(s.name, str(s.root)) for s in live}
                 if not live:
                     self.refresh_weights(time.monotonic())
                     stop.wait(self.poll_seconds)
@@ -100,29 +102,52 @@ class Watcher:
     def _watch(
         self, live: set[SourceInfo], sources: list[SourceInfo], stop: threading.Event
     ) -> None:
-        """Sync batches until a source appears, disappears or comes back; then return."""
+        """Sync batches until a source appears, disappears or comes back, or until the next
+        rescan is due (:data:`RESCAN_SECONDS`); then return, for a catch-up of every source.
+
+        The rescan heals what no event told: the kernel's queue of events overflowed (a burst
+        of many thousand files while the watcher was stopped or starved; ``watchfiles`` drops
+        the overflow notice), a file reached through a link to another. A path the watcher
+        cannot decode (a name that is not UTF-8, ``watchfiles`` raises) ends the watch the
+        same way, after a pause, instead of the watcher."""
         roots = {os.path.realpath(s.root): s for s in live}
         names = ", ".join(sorted(s.name for s in live))
-        self.on_state(f"watching {names}")
-        last_check = time.monotonic()
-        for changes in watchfiles.watch(
-            *roots,
-            watch_filter=None,
-            debounce=self.debounce_ms,
-            step=self.step_ms,
-            stop_event=stop,
-            rust_timeout=max(100, int(self.poll_seconds * 1000)),
-            yield_on_timeout=True,
-            raise_interrupt=False,
-        ):
-            if changes and self._apply(changes, roots):
-                return
-            now = time.monotonic()
-            if now - last_check >= self.poll_seconds:
-                last_check = now
-                self.refresh_weights(now)
-                if self._layout_changed(live, sources):
+        armed = last_check = time.monotonic()
+        behind = True  # every source is caught up once the folders are watched, not before
+        try:
+            for changes in watchfiles.watch(
+                *roots,
+                watch_filter=None,
+                debounce=self.debounce_ms,
+                step=self.step_ms,
+                stop_event=stop,
+                rust_timeout=max(100, int(self.poll_seconds * 1000)),
+                yield_on_timeout=True,
+                raise_interrupt=False,
+            ):
+                if behind:
+                    # Watched since the first step, so what changes during the catch-up comes as
+                    # events too: no change falls between this watch and the last one.
+                    behind = False
+                    for source in sorted(live, key=lambda s: s.name):
+                        self._catch_up(source)
+                    self.on_state(f"watching {names}")
+                if changes and self._apply(changes, roots):
                     return
+                now = time.monotonic()
+                if now - last_check >= self.poll_seconds:
+                    last_check = now
+                    self.refresh_weights(now)
+                    if self._layout_changed(live, sources):
+                        return
+                if now - armed >= self.rescan_seconds:
+                    return
+        except RuntimeError as exc:
+            if type(exc).__name__ != "WatchfilesRustInternalError":  # (in a private module)
+                raise
+            reason = " ".join(str(exc).split())[:300]
+            self.on_state(f"watching stopped ({reason}): catching up, then watching again")
+            stop.wait(self.poll_seconds)  # not a loop at full speed while the cause stays
 
     def refresh_weights(self, now: float) -> None:
         """Recompute BuildContext's precomputed lists when the day turned (at most once a minute).

@@ -121,6 +121,22 @@ def stored_files(
     return existing_of(rows)
 
 
+def stored_under(conn: Connection, source_id: int, paths: Sequence[str]) -> bool:
+    """Whether the store holds a file under any of ``paths`` taken as a folder (``p/...``):
+    one range of the (source, path) index each."""
+    files = T_FILES
+    for path in paths:
+        # Every path that starts with "p/" sorts from "p/" up to, not including, "p0".
+        query = select(files.c.id).where(
+            files.c.source_id == source_id,
+            files.c.path >= path + "/",
+            files.c.path < path + "0",
+        )
+        if conn.execute(query.limit(1)).first() is not None:
+            return True
+    return False
+
+
 def existing_of(rows: Sequence[tuple[Any, ...]]) -> dict[str, Existing]:
     """path -> stored state, from rows of the stored files query (id, path, kind, size,
     mtime_ns, hash), as :func:`stored_files` reads them."""
@@ -560,4 +576,5 @@ __all__ = [
     "existing_of",
     "retract",
     "stored_files",
+    "stored_under",
 ]

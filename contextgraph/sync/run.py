@@ -44,6 +44,7 @@ from contextgraph.sync.apply import (
     apply_ops,
     existing_of,
     stored_files,
+    stored_under,
 )
 from contextgraph.sync.extraction import Extraction
 from contextgraph.sync.lock import database_files, handed_scan, sync_lock
@@ -152,12 +153,18 @@ def sync_paths(
     report.sources.append(info.name)
     exclude = database_files(db.database_path(engine))
     picked = pick(info.root, sorted(set(paths)), exclude)
-    if picked is None:
-        plan = _plan(engine, settings, info, exclude, report)
-    else:
+    if picked is not None:
         files, asked = picked
         with db.read(engine) as conn:
             existing = stored_files(conn, info.id, asked)
+            # A path the store knows as a folder, now gone or a file (a folder named like a
+            # note, ``Node.js``, moved away): its files are known only to a full sync.
+            folded = stored_under(conn, info.id, asked)
+        if folded:
+            picked = None
+    if picked is None:
+        plan = _plan(engine, settings, info, exclude, report)
+    else:
         jobs = _jobs(files, existing, settings, reread, info.root)
         plan = _Plan(info, files=files, existing=existing, jobs=jobs)
     with Extraction(settings) as extraction:

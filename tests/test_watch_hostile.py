@@ -1,0 +1,156 @@
+"""``watch`` under hostile use (a hunt, stop 42): the store still ends as a fresh sync's, and
+the watcher neither dies on a bad name nor makes a stop signal wait for a long sync."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import snapshot
+from test_watch import REPO, Running, hits, wait_for
+
+from contextgraph import ContextGraph
+from contextgraph.watch import Watcher
+
+
+@pytest.fixture
+def watched(store: ContextGraph, vault: Path) -> Iterator[tuple[ContextGraph, Path]]:
+    (vault / "a.md").write_text("Alpha note [[Alpha]]\n", encoding="utf-8")
+    store.sync([vault])
+    yield store, vault
+
+
+def stored(graph: ContextGraph) -> set[str]:
+    return {uri.removeprefix("memory://vault/") for uri in hits(graph, "note")}
+
+
+def test_a_name_the_watcher_cannot_decode_does_not_end_it(
+    watched: tuple[ContextGraph, Path],
+) -> None:
+    graph, vault = watched
+    (vault / ".hidden").mkdir()
+    with Running(graph) as running:
+        fd = os.open(os.fsencode(vault) + b"/.hidden/\xff.bin", os.O_CREAT | os.O_WRONLY)
+        os.close(fd)
+        time.sleep(1.0)
+        (vault / "later.md").write_text("later note [[Later]]\n", encoding="utf-8")
+        wait_for(lambda: "later.md" in stored(graph))
+        assert running.thread.is_alive()
+
+
+def test_a_folder_named_like_a_file_moved_away_is_retracted(
+    watched: tuple[ContextGraph, Path], tmp_path: Path
+) -> None:
+    graph, vault = watched
+    (vault / "Node.js").mkdir()
+    (vault / "Node.js" / "loop.md").write_text("event loop note [[libuv]]\n", encoding="utf-8")
+    with Running(graph):
+        wait_for(lambda: "Node.js/loop.md" in stored(graph))
+        (vault / "Node.js").rename(tmp_path / "elsewhere")
+        wait_for(lambda: "Node.js/loop.md" not in stored(graph))
+        (vault / "Three.js").mkdir()
+        (vault / "Three.js" / "x.md").write_text("scene note [[WebGL]]\n", encoding="utf-8")
+        wait_for(lambda: "Three.js/x.md" in stored(graph))
+        (vault / "Three.js" / "x.md").unlink()
+        (vault / "Three.js").rmdir()
+        (vault / "Three.js").write_text("now a file\n", encoding="utf-8")  # a folder, then a file
+        wait_for(lambda: "Three.js/x.md" not in stored(graph))
+
+
+class _Deaf(Watcher):
+    """A watcher that loses its first batch of events, as an overflowed kernel queue does."""
+
+    lost = False
+
+    def _apply(self, changes, roots):  # type: ignore[no-untyped-def]
+        if not self.lost:
+            self.lost = True
+            return False
+        return super()._apply(changes, roots)
+
+
+def test_changes_no_event_told_are_synced_by_the_next_rescan(
+    watched: tuple[ContextGraph, Path], tmp_path: Path
+) -> None:
+    graph, vault = watched
+    with Running(graph) as running:
+        running.watcher.__class__ = _Deaf
+        running.watcher.rescan_seconds = 1.0
+        (vault / "lost.md").write_text("lost note [[Lost]]\n", encoding="utf-8")
+        wait_for(lambda: "lost.md" in stored(graph))
+    with ContextGraph.open(tmp_path / "fresh.db", settings=graph.settings) as fresh:
+        fresh.sync([vault])
+        assert snapshot(graph) == snapshot(fresh)
+
+
+def test_a_change_made_while_the_watcher_catches_up_is_synced(
+    watched: tuple[ContextGraph, Path],
+) -> None:
+    graph, vault = watched
+    once: list[bool] = []
+
+    class Busy(Watcher):
+        def _catch_up(self, source):  # type: ignore[no-untyped-def]
+            super()._catch_up(source)
+            if not once:  # a change right after the catch-up's walk, before any new watch
+                once.append(True)
+                (vault / "during.md").write_text("during note [[During]]\n", encoding="utf-8")
+
+    stop = threading.Event()
+    busy = Busy(graph, debounce_ms=300, step_ms=50, poll_seconds=0.2)
+    thread = threading.Thread(target=busy.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: "during.md" in stored(graph))
+    finally:
+        stop.set()
+        thread.join(timeout=20)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_cuts_a_long_sync_short(
+    vault: Path, db_path: Path, tmp_path: Path, sig: int
+) -> None:
+    body = "".join(f"para {j} with [[K{j % 97}]] and `code`\n\n" for j in range(60))
+    for i in range(3000):
+        (vault / f"n{i}.md").write_text(f"n{i} [[W{i % 100}]]\n{body}", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CONTEXTGRAPH_DB": str(db_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "contextgraph", "watch", str(vault)],
+        env={**env, "CONTEXTGRAPH_BATCH_FILES": "100"},
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: db_path.exists() and _files(db_path) > 0, timeout=60)
+        proc.send_signal(sig)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "Traceback" not in err and "stopped" in err
+    assert proc.returncode == (130 if sig == signal.SIGINT else 0), err
+    with ContextGraph.open(db_path) as graph:
+        assert _files(db_path) < 3000  # stopped in the middle, not once the sync was done
+        assert graph.doctor().ok
+        graph.sync()
+        assert graph.stats().files == {"note": 3000}
+
+
+def _files(db_path: Path) -> int:
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5) as conn:
+            return int(conn.execute("SELECT count(*) FROM files").fetchone()[0])
+    except sqlite3.OperationalError:  # the schema is still being made
+        return 0
