@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from helpers import NOW, remove_deep
 from mcp import Client
-from mcp.types import TextContent
+from test_mcp import anyio_backend, call, fail  # noqa: F401  (a fixture, by its name)
 
 from contextgraph import ContextGraph
 from contextgraph.mcp_server import create_server
@@ -26,29 +26,10 @@ pytestmark = [pytest.mark.anyio]
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 async def client(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Client]:
     monkeypatch.setenv("CONTEXTGRAPH_NOW", NOW)
     async with Client(create_server(str(db_path))) as connected:
         yield connected
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    text = "".join(b.text for b in result.content if isinstance(b, TextContent))
-    assert not result.is_error, text
-    data: dict[str, Any] = result.structured_content
-    return data
-
-
-async def fail(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error
-    return "".join(b.text for b in result.content if isinstance(b, TextContent))
 
 
 async def test_text_that_looks_like_json_is_written_and_replaced_as_text(
