@@ -28,7 +28,10 @@ def _assert_recovered(result: dict[str, Any], iterations: int) -> None:
 
 @pytest.mark.slow
 def test_quick_crash_loop_recovers_every_time(tmp_path: Path) -> None:
-    argv = ["--iterations", "5", "--notes", "80", "--seed", "3"]
+    # Seed 2 draws two of the five kills in the first third of a run's measured time (seed 3
+    # drew all five past two thirds, so a run a little faster than measured escaped them all,
+    # as once in CI on a loaded machine).
+    argv = ["--iterations", "5", "--notes", "80", "--seed", "2"]
     result = run_script("crash", *argv, "--workdir", str(tmp_path / "crash"))
     _assert_recovered(result, 5)
 
