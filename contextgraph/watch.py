@@ -51,6 +51,11 @@ WEIGHTS_CHECK_SECONDS = 60.0  # how often a watcher asks whether the precomputed
 RESCAN_SECONDS = 300.0  # how often a watcher syncs every source in full, whatever it was told
 
 
+class _Stopped(BaseException):
+    """Raised from a sync's progress once the watcher's stop is set (past ``except Exception``,
+    which keeps a watcher alive through one bad batch)."""
+
+
 @dataclass(frozen=True)
 class Batch:
     """One synced batch of changes: which source, how many paths, what the sync did."""
@@ -82,11 +87,23 @@ class Watcher:
         self.on_batch = on_batch
         self.on_state = on_state or (lambda message: log.info("%s", message))
         self._weights_checked = -math.inf  # time.monotonic() of the last weights check
+        self._stop = threading.Event()  # run's own, once it runs
 
     # -- the loop ----------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        """Watch until ``stop`` is set (standing by first while another watcher is active)."""
+        """Watch until ``stop`` is set (standing by first while another watcher is active).
+
+        A sync under way when ``stop`` is set stops at its next file, as a killed one would
+        (what it has not committed is left to the next sync), not when it would have ended:
+        a service manager's stop timeout is seconds, a catch-up can take minutes."""
+        self._stop = stop
+        try:
+            self._run(stop)
+        except _Stopped:
+            return
+
+    def _run(self, stop: threading.Event) -> None:
         with self._watch_lock(stop) as active:
             if not active:
                 return
@@ -185,7 +202,9 @@ class Watcher:
 
     def _sync(self, name: str, rels: set[str]) -> None:
         try:
-            report = sync_paths(self.graph.engine, self.graph.settings, name, rels)
+            report = sync_paths(
+                self.graph.engine, self.graph.settings, name, rels, progress=self._go_on
+            )
         except Exception as exc:  # a watcher outlives one bad batch; the next full sync heals
             log.exception("syncing %d changed path(s) of %s failed", len(rels), name)
             self.on_state(f"sync of {name} failed: {type(exc).__name__}: {exc}")
@@ -196,13 +215,23 @@ class Watcher:
     def _catch_up(self, source: SourceInfo) -> None:
         """A full sync of a source: what changed while nobody watched it."""
         try:
-            report = run_sync(self.graph.engine, self.graph.settings, sources=[source.name])
+            report = run_sync(
+                self.graph.engine,
+                self.graph.settings,
+                sources=[source.name],
+                progress=self._go_on,
+            )
         except Exception as exc:
             log.exception("catch-up sync of %s failed", source.name)
             self.on_state(f"catch-up sync of {source.name} failed: {type(exc).__name__}: {exc}")
             return
         if self.on_batch is not None:
             self.on_batch(Batch(source.name, report.scanned, report))
+
+    def _go_on(self, _done: int, _total: int) -> None:
+        """A sync's progress, after each file: where a stop cuts it short."""
+        if self._stop.is_set():
+            raise _Stopped
 
     def _sources(self) -> list[SourceInfo]:
         with db.read(self.graph.engine) as conn:

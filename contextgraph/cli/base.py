@@ -147,9 +147,6 @@ def open_graph(ctx: click.Context, *, create: bool = False) -> Iterator[ContextG
 class Stop:
     """Set by SIGTERM or Ctrl-C while a long-running command (``watch``, ``resident``) runs."""
 
-    class Aborted(BaseException):
-        """Raised by the first signal where the work in hand is to be cut short."""
-
     def __init__(self) -> None:
         import threading
 
@@ -157,21 +154,13 @@ class Stop:
         self.signals: list[int] = []
 
     @contextmanager
-    def on_signals(self, *, abort: bool = False) -> Iterator[threading.Event]:
-        """Let SIGTERM and SIGINT set :attr:`event` (instead of ending the process) inside.
-
-        With ``abort`` the first signal also raises :class:`Aborted` in the main thread, so a
-        sync under way stops at once, as a killed one does (its open batch rolls back; the
-        next sync completes it), rather than when it would have ended: a service manager's
-        stop timeout is seconds."""
+    def on_signals(self) -> Iterator[threading.Event]:
+        """Let SIGTERM and SIGINT set :attr:`event` (instead of ending the process) inside."""
         import signal
 
         def on_signal(signum: int, _frame: Any) -> None:
-            first = not self.signals
             self.signals.append(signum)
             self.event.set()
-            if abort and first:
-                raise Stop.Aborted
 
         previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         try:

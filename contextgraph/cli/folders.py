@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -180,15 +180,13 @@ def watch(ctx: click.Context, paths: tuple[str, ...], name: str | None, debounce
             graph.add_source(path, name=name)
         if not graph.sources():
             raise click.ClickException("no sources registered: give a PATH to watch")
-        with stop.on_signals(abort=True) as stopped:
-            watcher = Watcher(
+        with stop.on_signals() as stopped:
+            Watcher(
                 graph,
                 debounce_ms=debounce_ms,
                 on_batch=on_batch,
                 on_state=lambda message: click.echo(message, err=True),
-            )
-            with suppress(Stop.Aborted):  # a sync cut short: the next one completes it
-                watcher.run(stopped)
+            ).run(stopped)
     click.echo("stopped", err=True)
     stop.exit_status(ctx)
 

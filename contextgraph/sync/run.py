@@ -123,6 +123,7 @@ def sync_paths(
     wait: bool = True,
     locked: bool = False,
     reread: bool = False,
+    progress: Progress | None = None,
 ) -> SyncReport:
     """Sync only ``paths`` (source-relative, files or folders) of one source, as ``run_sync`` would.
 
@@ -138,7 +139,9 @@ def sync_paths(
     """
     if not locked:
         with lock_database(engine, wait=wait):
-            return sync_paths(engine, settings, source, paths, locked=True, reread=reread)
+            return sync_paths(
+                engine, settings, source, paths, locked=True, reread=reread, progress=progress
+            )
     report = SyncReport()
     started = time.perf_counter()
     with db.read(engine) as conn:
@@ -169,7 +172,7 @@ def sync_paths(
         plan = _Plan(info, files=files, existing=existing, jobs=jobs)
     with Extraction(settings) as extraction:
         extraction.begin(plan.jobs)
-        deferred = _reconcile(engine, settings, plan, report, None, extraction)
+        deferred = _reconcile(engine, settings, plan, report, progress, extraction)
     _finish(engine, settings, [info], report, deferred=deferred)
     report.phases["total"] = time.perf_counter() - started
     return report
