@@ -161,6 +161,10 @@ def test_a_word_in_capitals_and_a_whole_query_word_are_marked_whole() -> None:
         "TOPSECRETTOKEN": ("a TOPSECRETTOKEN b", "TOPSECRETTOKEN"),
         "postgresql": ("use PostgreSQL now", "PostgreSQL"),
         "validate": ("ValidationError here", "Validation"),
+        # Words the Porter-stemmed index matched only through the stem.
+        "running": ("We run the tests nightly.", "run"),
+        "boxes": ("Put it in the box.", "box"),
+        "mapped": ("a map of it", "map"),
     }
     for query, (body, marked) in cases.items():
         spans = Highlighter(query_terms(query)).spans(body)

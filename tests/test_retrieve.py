@@ -279,3 +279,37 @@ def test_a_code_excerpt_finds_its_symbols_past_form_feeds(
     store.sync([root])
     (item,) = store.retrieve("zebra quokka target", k=1).items
     assert "def zebra_quokka():" in item.excerpt and "Find the zebra quokka" in item.excerpt
+
+
+def test_of_two_notes_a_concept_reaches_the_fresh_one_ranks_first(
+    store: ContextGraph, vault: Path
+) -> None:
+    """SPEC §4, §13: notes reached through a concept carry their decay weights."""
+    notes = {
+        "seed.md": ("2026-11-25", "The platypus migration plan links [[Kappa]]."),
+        "a-old.md": ("2016-01-01", "Ancient remarks about [[Kappa]] here."),
+        "b-new.md": ("2026-11-26", "Current remarks about [[Kappa]] here."),
+        "f1.md": (None, "filler [[X1]] [[X2]]"),
+        "f2.md": (None, "filler [[X2]] [[X3]]"),
+    }
+    for name, (created, body) in notes.items():
+        head = f"---\ncreated: {created}\n---\n" if created else ""
+        (vault / name).write_text(head + body + "\n", encoding="utf-8")
+    store.sync([vault])
+    items = {i.uri.rsplit("/", 1)[-1]: i.score for i in store.retrieve("platypus migration").items}
+    assert items["b-new.md"] > items["a-old.md"] > 0
+    ranked = [u for u in items if u in ("a-old.md", "b-new.md")]
+    assert ranked == ["b-new.md", "a-old.md"]
+
+
+def test_a_code_excerpt_shows_each_line_once(store: ContextGraph, vault: Path) -> None:
+    (vault / "pkg").mkdir()
+    (vault / "pkg" / "nullfile.py").write_text(
+        "class NullFile:\n    def close(self):\n        pass\n\n    def flush(self):\n"
+        "        pass\n\n\ndef helper():\n    return NullFile()\n",
+        encoding="utf-8",
+    )
+    store.sync([vault])
+    (item,) = [i for i in store.retrieve("NullFile close").items if i.uri.endswith(".py")]
+    for signature in ("class NullFile:", "def close(self):", "def flush(self):"):
+        assert item.excerpt.count(signature) == 1, item.excerpt

@@ -19,6 +19,7 @@ from contextgraph.graph.searchterms import (
     body_start,
     camel_parts,
     compound_words,
+    display_title,
     first_heading,
     identifier_parts,
     meta_terms,
@@ -164,3 +165,22 @@ def test_a_long_heading_of_hashes_is_read_in_one_pass() -> None:
     assert first_heading("# " * 32_000 + "\n## Next") == "#"
     assert first_heading("#  \n") == ""
     assert first_heading("# \n## b") == "b"  # one blank and nothing after: not a heading
+
+
+@pytest.mark.parametrize(
+    ("text", "heading"),
+    [
+        ("```bash\n# install deps first\n```\nbody\n\n# Real Heading\n", "Real Heading"),
+        ("<!--\n# hidden heading\n-->\nbody\n", None),
+        ("~~~~\n# x\n~~~\n# still code\n~~~~\n# Out\n", "Out"),
+        ("```\n# never closed\n", None),
+        ("<!-- one line -->\n# After a comment\n", "After a comment"),
+        ("    ```\n# After indented code\n", "After indented code"),  # no fence: code block
+        ("---\ntitle: x\n---\n```md\n## Summary\n```\n", None),
+    ],
+)
+def test_a_hash_line_in_a_code_fence_or_comment_is_no_heading(
+    text: str, heading: str | None
+) -> None:
+    assert first_heading(text) == heading
+    assert display_title(None, text, "a/note.md") == (heading or "note")

@@ -37,6 +37,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, func, select
 
 from contextgraph.errors import InvalidArgument, NotFound
+from contextgraph.graph.decay import reference_time, weight
 from contextgraph.graph.ftsquery import build_match, query_terms
 from contextgraph.graph.retrieve_pack import Retrieval, RetrievedItem, Scored, pack
 from contextgraph.graph.search import Candidate, ranked_matches
@@ -106,7 +107,7 @@ def rank_files(
     scored = _lexical(found)
     seeds = sorted(scored.values(), key=lambda s: -s.lexical)[: settings.retrieve_seeds]
     _code_neighbours(conn, seeds, scored, settings)
-    _note_neighbours(conn, seeds, scored, settings)
+    _note_neighbours(conn, seeds, scored, settings, now)
     if source is not None:  # a concept links notes of every source: keep the one asked for
         scored = {i: s for i, s in scored.items() if s.source == source}
     best_graph = max((s.graph for s in scored.values()), default=0.0)
@@ -230,9 +231,15 @@ def _file_degrees(
 
 
 def _note_neighbours(
-    conn: Connection, seeds: list[Scored], scored: dict[int, Scored], settings: Settings
+    conn: Connection,
+    seeds: list[Scored],
+    scored: dict[int, Scored],
+    settings: Settings,
+    now: float,
 ) -> None:
-    """Spread each note seed's strength to the notes linking the same concepts, by rarity.
+    """Spread each note seed's strength to the notes linking the same concepts, by rarity and
+    by each note's decay weight (SPEC §4): of two notes a concept reaches, the one written or
+    read ten years ago gets its weight's share, as it would in search.
 
     A concept linked by more than ``retrieve_concept_fanout`` notes is a hub: it is not followed
     (its share of the notes would damp it to little anyway, and fanning out through it would
@@ -254,6 +261,10 @@ def _note_neighbours(
     for note, concept in _NOTES_OF.rows(conn, sorted(followed)):
         notes_of[int(concept)].append(int(note))
     info = _file_info(conn, {n for notes in notes_of.values() for n in notes})
+    fresh = {
+        int(fid): weight(reference_time(last, created, modified), now, settings)
+        for fid, last, created, modified in _TIMES.rows(conn, list(info))
+    }
     for seed_id, concept_id, concept_name in linked:
         seed, concept = int(seed_id), int(concept_id)
         if concept not in followed:
@@ -273,8 +284,9 @@ def _note_neighbours(
             if target is None:
                 source_name, path, kind = info[note]
                 target = scored[note] = Scored(note, source_name, path, kind)
-            target.graph += contribution
-            target.reasons[reason] = target.reasons.get(reason, 0.0) + contribution
+            share = contribution * fresh.get(note, 1.0)
+            target.graph += share
+            target.reasons[reason] = target.reasons.get(reason, 0.0) + share
 
 
 # The lookups over id lists (ForIds: built on first use, one text per statement on SQLite).
@@ -325,6 +337,10 @@ _FILE_INFO = ByIds(  # (id, source id, source name, path, kind)
     select(
         T_FILES.c.id, T_FILES.c.source_id, T_SOURCES.c.name, T_FILES.c.path, T_FILES.c.kind
     ).join(T_SOURCES, T_SOURCES.c.id == T_FILES.c.source_id),
+    T_FILES.c.id,
+)
+_TIMES = ByIds(  # (id, last read, created, modified): what a file's decay weight comes from
+    select(T_FILES.c.id, T_FILES.c.last_accessed, T_FILES.c.created, T_FILES.c.modified),
     T_FILES.c.id,
 )
 _LINKED = ByIds(  # (note, concept, concept name) of the notes of ``ids``

@@ -192,9 +192,15 @@ def _code_excerpt(text: str, facts: str | None, highlighter: Highlighter) -> str
     if not scored:
         return "\n".join(lines[:MAX_EXCERPT_LINES])
     chosen = sorted(scored)[:MAX_SYMBOL_EXCERPTS]
-    return "\n...\n".join(
-        _symbol_head(lines, line) for _, line, _ in sorted(chosen, key=lambda t: t[1])
-    )
+    heads: list[str] = []
+    shown = 0  # the last line the heads so far show
+    for _, line, _ in sorted(chosen, key=lambda t: t[1]):
+        if line <= shown:  # a class's head showed this method already: not twice
+            continue
+        head = _symbol_head(lines, line)
+        heads.append(head)
+        shown = line + head.count("\n")
+    return "\n...\n".join(heads)
 
 
 def _source_lines(text: str) -> tuple[list[str], list[int]]:

@@ -154,8 +154,44 @@ def first_heading(text: str) -> str | None:
         end = text.find("\n", at)
         heading = _heading_text(text[at:] if end < 0 else text[at:end])
         if heading is not None or end < 0:
+            if heading is not None and any(m in text[start:at] for m in _HIDING):
+                return _first_heading_outside_code(text, start)
             return heading
         at = _line_after(text.find("\n#", end))
+    return None
+
+
+_HIDING = ("```", "~~~", "<!--")  # what can hide a "#" line: a code fence, an HTML comment
+
+
+def _first_heading_outside_code(text: str, start: int) -> str | None:
+    """:func:`first_heading` line by line, past fenced code blocks and HTML comments: a shell
+    comment in a fence (``# install deps first``) is no heading, in CommonMark as in a note."""
+    fence = ""  # the open fence's marker run, "" when none is open
+    comment = False
+    for line in text[start:].split("\n"):  # as the fast path reads lines
+        inner = line.lstrip(" ") if len(line) - len(line.lstrip(" ")) <= 3 else ""
+        if fence:
+            run = inner[: len(inner) - len(inner.lstrip(fence[0]))]
+            if len(run) >= len(fence) and not inner[len(run) :].strip():
+                fence = ""
+            continue
+        if comment:
+            comment = "-->" not in line
+            continue
+        if inner.startswith(("```", "~~~")):
+            marker = inner[0]
+            run = inner[: len(inner) - len(inner.lstrip(marker))]
+            if marker == "~" or "`" not in inner[len(run) :]:  # a backtick fence's info has none
+                fence = run
+                continue
+        if inner.startswith("<!--"):
+            comment = "-->" not in inner[4:]
+            continue
+        if line.startswith("#"):
+            heading = _heading_text(line)
+            if heading is not None:
+                return heading
     return None
 
 

@@ -132,11 +132,31 @@ def _starts_word(text: str, pos: int) -> bool:
 
 
 def _stem(word: str) -> str:
-    """A prefix the word's inflections share: ``tokens`` → ``toke``, ``validate`` → ``valid``."""
+    """A prefix the word's inflections share: ``tokens`` → ``toke``, ``validate`` → ``valid``,
+    and, where an inflection's ending comes off, the stem the index matched: ``running`` →
+    ``run``, ``boxes`` → ``box``, ``mapped`` → ``map`` (the cut of three letters alone left
+    ``runn``, ``boxe``, ``mapp``, and the words the search had found went unmarked)."""
     word = word.lower()
     if len(word) <= 4:
         return word
-    return word[: max(4, len(word) - 3)]
+    cut = word[: max(4, len(word) - 3)]
+    base = _without_ending(word)
+    return base if base is not None and len(base) < len(cut) else cut
+
+
+def _without_ending(word: str) -> str | None:
+    """``word`` without an inflection's ending, as Porter's first step takes it off."""
+    for ending in ("ings", "ing", "edly", "ed"):
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            base = word[: -len(ending)]
+            if len(base) >= 4 and base[-1] == base[-2] and base[-1] not in "aeioulsz":
+                base = base[:-1]  # the doubled consonant of runn-ing, mapp-ed
+            return base
+    if word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh")):
+        return word[:-2]  # boxes, classes, matches
+    if word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return None
 
 
 def _tidy(text: str, limit: int) -> tuple[str, bool]:
