@@ -42,6 +42,13 @@ def clean(text: str) -> str:
     return replace_lone_surrogates(text)
 
 
+def clean_name(text: str) -> str:
+    """:func:`clean`, and each NUL made U+FFFD: a name or query looked up, never stored. No
+    stored name holds a NUL, so such a lookup finds nothing on either engine, where PostgreSQL
+    refused the text."""
+    return clean(text).replace("\x00", "\ufffd")
+
+
 class ContextGraph:
     """A knowledge graph stored in one SQLite file; safe to share between processes."""
 
@@ -157,7 +164,7 @@ class ContextGraph:
         would. The folder itself is not touched."""
         self._writable("remove a source")
         with db.read(self.engine) as conn:
-            source = get_source(conn, clean(name))
+            source = get_source(conn, clean_name(name))
         from contextgraph.sync.run import forget_source
 
         return forget_source(self.engine, self.settings, source)
@@ -240,7 +247,7 @@ class ContextGraph:
         with db.read(self.engine) as conn:
             return build_context(
                 conn,
-                NAME.check(clean(concept)),
+                NAME.check(clean_name(concept)),
                 settings=self.settings,
                 now=self._now(now),
                 depth=self.settings.depth if depth is None else depth,
@@ -269,7 +276,7 @@ class ContextGraph:
         with db.read(self.engine) as conn:
             return expand(
                 conn,
-                [clean(s) for s in seeds],
+                [clean_name(s) for s in seeds],
                 settings=self.settings,
                 max_depth=self.settings.expand_max_depth if max_depth is None else max_depth,
                 max_nodes=self.settings.expand_max_nodes if max_nodes is None else max_nodes,
@@ -293,12 +300,12 @@ class ContextGraph:
         with db.read(self.engine) as conn:
             return search(
                 conn,
-                clean(query),
+                clean_name(query),
                 settings=self.settings,
                 now=self._now(now),
                 limit=limit,
                 page=page,
-                source=None if source is None else clean(source),
+                source=None if source is None else clean_name(source),
                 folder=None if folder is None else clean(folder),
                 all_words=all_words,
             )
@@ -318,12 +325,12 @@ class ContextGraph:
         with db.read(self.engine) as conn:
             return retrieve(
                 conn,
-                clean(query),
+                clean_name(query),
                 settings=self.settings,
                 now=self._now(now),
                 k=k,
                 budget_tokens=budget_tokens,
-                source=None if source is None else clean(source),
+                source=None if source is None else clean_name(source),
             )
 
     def read(self, identifier: str, *, now: datetime | str | None = None) -> Note:
@@ -344,7 +351,8 @@ class ContextGraph:
         from contextgraph.graph.visualize import visualize
 
         with db.read(self.engine) as conn:
-            return visualize(conn, NAME.check(clean(concept)), depth=depth, max_nodes=max_nodes)
+            name = NAME.check(clean_name(concept))
+            return visualize(conn, name, depth=depth, max_nodes=max_nodes)
 
     def communities(self, *, rebuild: bool = False) -> CommunityListing:
         """The latest community run and every community (recomputed first with ``rebuild``)."""

@@ -252,7 +252,8 @@ def read_frontmatter(text: str) -> tuple[str | None, datetime | None, int, list[
     raw_title = data.get("title")
     if raw_title is not None:
         if isinstance(raw_title, _SCALAR_TYPES):
-            title = join_surrogates(str(raw_title))
+            # YAML's "\0" escape makes a NUL, which PostgreSQL refuses in text: U+FFFD.
+            title = join_surrogates(str(raw_title)).replace("\x00", "\ufffd")
         else:
             warnings.append(f"'title' is not a scalar ({type(raw_title).__name__})")
     created_or_warning = _to_utc(data.get("created"))

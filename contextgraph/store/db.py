@@ -89,7 +89,10 @@ def database_url(path_or_url: str | os.PathLike[str]) -> URL:
     if not raw:
         raise DatabaseError("the database path is empty")
     if "://" in raw:
-        return make_url(raw)
+        try:
+            return make_url(raw)
+        except ValueError as exc:  # a port that is no number; the URL (a password) not quoted
+            raise DatabaseError(f"invalid database URL: {exc}") from None
     if raw == MEMORY:
         return URL.create("sqlite", database=MEMORY)
     return URL.create("sqlite", database=str(Path(raw).expanduser().resolve()))
@@ -538,9 +541,8 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         return
     if not revision.strip():
         raise InvalidArgument("give a schema revision (or head)")
-    if engine.url.get_backend_name() == "sqlite":
-        with read(engine) as conn:
-            refuse_foreign(conn, _where(engine))  # before anything is written to it
+    with read(engine) as conn:
+        refuse_foreign(conn, _where(engine))  # before anything is written to it
     if is_read_only(engine):
         raise ReadOnlyDatabase(
             f"{_where(engine)} is read-only and its schema ({current or 'blank'}) is not at "

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, column, select, table
+from sqlalchemy import Connection, column, inspect, select, table
 
 from contextgraph.errors import DatabaseError
 
@@ -50,17 +50,22 @@ def wal_wanted(cursor: Any) -> bool:
 
 
 def refuse_foreign(conn: Connection, where: str) -> None:
-    """Raise :class:`DatabaseError` if the SQLite database behind ``conn`` is not contextgraph's:
-    it holds tables but no ``alembic_version`` row, or a revision no script here knows."""
-    master = table("sqlite_master", column("type"), column("name"))
-    names = sorted(
-        str(row[0])
-        for row in conn.execute(
-            select(master.c.name).where(
-                master.c.type.in_(["table", "view"]), ~master.c.name.startswith("sqlite_")
+    """Raise :class:`DatabaseError` if the database behind ``conn`` is not contextgraph's: it
+    holds tables but no ``alembic_version`` row, or a revision no script here knows. On
+    PostgreSQL, the tables of the schema the connection uses (``public``)."""
+    if conn.dialect.name == "sqlite":
+        master = table("sqlite_master", column("type"), column("name"))
+        names = sorted(
+            str(row[0])
+            for row in conn.execute(
+                select(master.c.name).where(
+                    master.c.type.in_(["table", "view"]), ~master.c.name.startswith("sqlite_")
+                )
             )
         )
-    )
+    else:
+        found = inspect(conn)
+        names = sorted({*found.get_table_names(), *found.get_view_names()})
     if not names:
         return
     revision = None

@@ -22,9 +22,13 @@ def sync_lock(engine: Engine, *, wait: bool = True) -> Iterator[None]:
     """
     import psycopg
 
-    conninfo = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    # The URL's parts as the engine's own connections get them: a URL rendered back to text
+    # lost its percent-encoding (a space in a database name or password), which psycopg
+    # refuses, quoting the password in its message.
+    args, params = engine.dialect.create_connect_args(engine.url)
+    params = {**params, "autocommit": True, "application_name": "contextgraph-sync"}
     try:
-        session = psycopg.connect(conninfo, autocommit=True, application_name="contextgraph-sync")
+        session = psycopg.connect(*args, **params)
     except psycopg.Error as exc:
         raise DatabaseError(f"cannot connect to the database: {exc}") from exc
     try:
