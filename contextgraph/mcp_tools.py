@@ -52,11 +52,12 @@ class ServerState:
     allow: tuple[str, ...] | None = None
     _graph: ContextGraph | None = None
     _file: tuple[Path, int, int] | None = None  # the database file opened: path, device, inode
+    _gone: str | None = None  # "replaced" or "removed" once that file is no longer there
     _lock: threading.Lock = field(default_factory=threading.Lock)  # tools run on worker threads
 
     def get(self) -> ContextGraph:
         with self._lock:
-            if self._graph is not None and self._file is not None:
+            if self._file is not None:
                 self._check_file(*self._file)
             if self._graph is None:
                 # A read-only server writes nothing, a new database file included.
@@ -70,21 +71,24 @@ class ServerState:
             return self._graph
 
     def _check_file(self, path: Path, device: int, inode: int) -> None:
-        """Close the graph when its database file was replaced (to open the new one) or removed
-        (said in one line): a server kept answering from the old file, and its writes went
-        into a file nobody would read again."""
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            st = None
-        if st is not None and (st.st_dev, st.st_ino) == (device, inode):
-            return
-        assert self._graph is not None
-        self._graph.close()
-        self._graph, self._file = None, None
-        if st is None:
-            raise ToolError(f"the database file {path} was removed: sync again to rebuild it")
-        log.info("the database file %s was replaced: opening the new one", path)
+        """Refuse every call, in one line, once the database file was replaced or removed: the
+        server kept answering from the old file, and its writes went into a file nobody would
+        read again. Nor does it open the new file: a ``-wal`` the old file left behind would be
+        read as the new one's (SQLite ties the log to the file's name, not to the file)."""
+        if self._gone is None:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                self._gone = "removed"
+            else:
+                if (st.st_dev, st.st_ino) == (device, inode):
+                    return
+                self._gone = "replaced"
+            log.warning("the database file %s was %s while the server ran", path, self._gone)
+        raise ToolError(
+            f"the database file {path} was {self._gone} while this server ran: restart the "
+            "server to use the one there now"
+        )
 
     def close(self) -> None:
         with self._lock:

@@ -103,7 +103,7 @@ async def test_a_note_1000_folders_deep_is_written(client: Client, vault: Path) 
             remove_deep(vault, "p", 1000, "x.md")
 
 
-async def test_a_database_file_replaced_or_removed_under_the_server(
+async def test_a_database_file_replaced_under_the_server_is_refused_in_one_line(
     client: Client, db_path: Path, vault: Path, tmp_path: Path
 ) -> None:
     (vault / "a.md").write_text("first [[One]]\n", encoding="utf-8")
@@ -115,16 +115,22 @@ async def test_a_database_file_replaced_or_removed_under_the_server(
     with ContextGraph.open(tmp_path / "new.db") as graph:
         graph.sync([other])
     os.replace(tmp_path / "new.db", db_path)  # as a user swaps in a rebuilt store
-    found = await call(client, "search_memories", query="second")
-    assert [h["uri"] for h in found["hits"]] == ["memory://other/b.md"]
-    assert (await call(client, "search_memories", query="first"))["total"] == 0
+    for _ in range(2):  # every call, not only the first: the old file is never read again
+        message = await fail(client, "search_memories", query="first")
+        assert "was replaced while this server ran: restart" in message, message
+        assert "\n" not in message
+
+
+async def test_a_database_file_removed_under_the_server_is_refused_in_one_line(
+    client: Client, db_path: Path, vault: Path
+) -> None:
+    (vault / "a.md").write_text("first [[One]]\n", encoding="utf-8")
+    await call(client, "sync", paths=[str(vault)])
     for suffix in ("", "-wal", "-shm"):
         db_path.with_name(db_path.name + suffix).unlink(missing_ok=True)
-    message = await fail(client, "search_memories", query="second")
-    assert "was removed" in message and "\n" not in message
-    assert not db_path.exists()  # the refusal created no empty file
-    await call(client, "sync", paths=[str(vault)])  # a sync builds it again
-    assert (await call(client, "search_memories", query="first"))["total"] == 1
+    message = await fail(client, "write_note", path_or_title="n.md", content="x")
+    assert "was removed while this server ran: restart" in message, message
+    assert not db_path.exists() and not (vault / "n.md").exists()  # nothing made or written
 
 
 async def test_a_search_of_no_words_finds_nothing_as_on_the_cli(client: Client) -> None:
