@@ -154,7 +154,7 @@ def first_heading(text: str) -> str | None:
         end = text.find("\n", at)
         heading = _heading_text(text[at:] if end < 0 else text[at:end])
         if heading is not None or end < 0:
-            if heading is not None and any(m in text[start:at] for m in _HIDING):
+            if heading is not None and any(text.find(m, start, at) >= 0 for m in _HIDING):
                 return _first_heading_outside_code(text, start)
             return heading
         at = _line_after(text.find("\n#", end))
@@ -169,7 +169,11 @@ def _first_heading_outside_code(text: str, start: int) -> str | None:
     comment in a fence (``# install deps first``) is no heading, in CommonMark as in a note."""
     fence = ""  # the open fence's marker run, "" when none is open
     comment = False
-    for line in text[start:].split("\n"):  # as the fast path reads lines
+    pos = start
+    while pos >= 0:  # line by line as the fast path reads lines, up to the heading only
+        end = text.find("\n", pos)
+        line = text[pos:] if end < 0 else text[pos:end]
+        pos = end + 1 if end >= 0 else -1
         inner = line.lstrip(" ") if len(line) - len(line.lstrip(" ")) <= 3 else ""
         if fence:
             run = inner[: len(inner) - len(inner.lstrip(fence[0]))]
