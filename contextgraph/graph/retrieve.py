@@ -206,14 +206,6 @@ def _verb(types: set[str]) -> str:
     return "used by"
 
 
-def _file_info(conn: Connection, file_ids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
-    """(source name, path, kind) of each file."""
-    return {
-        int(fid): (name, path, kind)
-        for fid, _source_id, name, path, kind in _FILE_INFO.rows(conn, list(file_ids))
-    }
-
-
 def _file_degrees(
     conn: Connection, file_ids: Iterable[int]
 ) -> tuple[dict[int, int], int, dict[int, tuple[str, str, str]]]:
@@ -221,7 +213,7 @@ def _file_degrees(
     ids = list(file_ids)
     info: dict[int, tuple[str, str, str]] = {}
     sources: set[int] = set()
-    for fid, source_id, name, path, kind in _FILE_INFO.rows(conn, ids):
+    for fid, source_id, name, path, kind, *_times in _FILE_INFO.rows(conn, ids):
         info[int(fid)] = (name, path, kind)
         sources.add(int(source_id))
     # the sources are distinct, so the counts of their chunks add up
@@ -260,11 +252,14 @@ def _note_neighbours(
     notes_of: dict[int, list[int]] = defaultdict(list)
     for note, concept in _NOTES_OF.rows(conn, sorted(followed)):
         notes_of[int(concept)].append(int(note))
-    info = _file_info(conn, {n for notes in notes_of.values() for n in notes})
-    fresh = {
-        int(fid): weight(reference_time(last, created, modified), now, settings)
-        for fid, last, created, modified in _TIMES.rows(conn, list(info))
-    }
+    info: dict[int, tuple[str, str, str]] = {}
+    fresh: dict[int, float] = {}  # each note's decay weight
+    reached = sorted({n for notes in notes_of.values() for n in notes})
+    for fid, _source_id, name, path, kind, last, created, modified in _FILE_INFO.rows(
+        conn, reached
+    ):
+        info[int(fid)] = (name, path, kind)
+        fresh[int(fid)] = weight(reference_time(last, created, modified), now, settings)
     for seed_id, concept_id, concept_name in linked:
         seed, concept = int(seed_id), int(concept_id)
         if concept not in followed:
@@ -333,14 +328,17 @@ _CODE_FILES = ByIds(  # how many code files the sources of ``ids`` hold
 _LINKS = ForIds(_links_statement)
 _IMPORTERS = ForIds(_importers_statement)
 _SIZES = ByIds(select(T_FILES.c.id, T_FILES.c.size), T_FILES.c.id)
-_FILE_INFO = ByIds(  # (id, source id, source name, path, kind)
+_FILE_INFO = ByIds(  # (id, source id, source name, path, kind, last read, created, modified)
     select(
-        T_FILES.c.id, T_FILES.c.source_id, T_SOURCES.c.name, T_FILES.c.path, T_FILES.c.kind
+        T_FILES.c.id,
+        T_FILES.c.source_id,
+        T_SOURCES.c.name,
+        T_FILES.c.path,
+        T_FILES.c.kind,
+        T_FILES.c.last_accessed,  # the last three: what a file's decay weight comes from
+        T_FILES.c.created,
+        T_FILES.c.modified,
     ).join(T_SOURCES, T_SOURCES.c.id == T_FILES.c.source_id),
-    T_FILES.c.id,
-)
-_TIMES = ByIds(  # (id, last read, created, modified): what a file's decay weight comes from
-    select(T_FILES.c.id, T_FILES.c.last_accessed, T_FILES.c.created, T_FILES.c.modified),
     T_FILES.c.id,
 )
 _LINKED = ByIds(  # (note, concept, concept name) of the notes of ``ids``

@@ -12,6 +12,7 @@ from typing import Literal, NamedTuple
 
 from contextgraph.graph.searchterms import identifier_parts, meta_terms_of
 from contextgraph.store.identity import content_hash, nonblocking
+from contextgraph.sync.scan import inside
 
 Status = Literal["new", "same", "failed"]
 
@@ -110,7 +111,7 @@ def _opened_inside(fd: int, path: str, root: str) -> bool:
         real = os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
         real = os.path.realpath(path)
-    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+    return inside(real, root)
 
 
 def _extract(job: Job, data: bytes, size: int, mtime_ns: int, digest: str) -> Prepared:

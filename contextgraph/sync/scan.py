@@ -102,7 +102,7 @@ def scan(
             try:
                 if entry.is_symlink():
                     target = os.path.realpath(entry.path)
-                    if not _inside(target, str(real_root)):
+                    if not inside(target, str(real_root)):
                         continue  # never follow a link out of the source
                     st = os.stat(entry.path)
                     is_dir = stat.S_ISDIR(st.st_mode)
@@ -197,7 +197,8 @@ def _shown(path: str) -> str:
     return path if _is_utf8(path) else path.encode("utf-8", "replace").decode()
 
 
-def _inside(path: str, root: str) -> bool:
+def inside(path: str, root: str) -> bool:
+    """Whether the real path ``path`` is the folder ``root`` (a real path too) or lies in it."""
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
@@ -232,7 +233,7 @@ def pick(
             continue  # gone (or a dangling link): retracted below if the store has it
         if kind is None or not stat.S_ISREG(st.st_mode):
             continue
-        if not (target == real_root or target.startswith(real_root + os.sep)):
+        if not inside(target, real_root):
             continue  # a link out of the source: never followed
         files.append(ScannedFile(rel, abspath, kind, st.st_size, st.st_mtime_ns))
     return files, paths
