@@ -3,6 +3,7 @@ PostgreSQL refused, or the other way round."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -78,3 +79,57 @@ def test_another_applications_database_is_left_untouched(backend: str, pg_cluste
 def test_a_url_whose_port_is_no_number_is_one_clear_error() -> None:
     with pytest.raises(DatabaseError, match="invalid database URL"):
         ContextGraph.open("postgresql://postgres@localhost:notaport/x")
+
+
+def _deep(root: Path, total_bytes: int) -> Path:
+    """A folder under ``root`` whose source-relative path is about ``total_bytes`` long."""
+    folder, part = root, 0
+    while len(str(folder.relative_to(root))) < total_bytes - 250:
+        # Names that do not compress: PostgreSQL compresses an index entry before it checks
+        # its size.
+        name = "".join(hashlib.sha512(f"{part} {i}".encode()).hexdigest() for i in range(2))
+        folder = folder / name[:200]
+        part += 1
+    folder.mkdir(parents=True)
+    return folder
+
+
+def test_a_path_too_long_for_an_index_fails_its_file_not_the_sync(
+    backend: str, db_url: str, vault: Path, write: Writer
+) -> None:
+    deep = _deep(vault, 3000)
+    (deep / "deep.md").write_text("[[A]] [[B]]\n", encoding="utf-8")
+    (deep / "deep.py").write_text("import os\nclass C:\n    def m(self): pass\n", encoding="utf-8")
+    write("ok.md", "[[A]] [[C]]\n")
+    write("ok.py", "import json\n")
+    with ContextGraph.open(db_url) as graph:
+        report = graph.sync([vault])
+        if backend == "sqlite":  # no limit there
+            assert (report.added, report.failed) == (4, [])
+            return
+        assert report.added == 2
+        assert sorted(Path(p.path).name for p in report.failed) == ["deep.md", "deep.py"]
+        assert {p.reason for p in report.failed} == {
+            "path longer than 2,400 bytes: PostgreSQL cannot index it"
+        }
+        assert graph.build_context("a").direct_relations[0].name == "c"
+        assert graph.search("json").total == 1
+        assert graph.sync([vault]).failed == report.failed  # and again, nothing else changed
+
+
+def test_code_names_too_long_for_an_index_leave_the_code_graph_whole(
+    backend: str, db_url: str, vault: Path, write: Writer
+) -> None:
+    long_name = "C" + "".join(hashlib.sha512(str(i).encode()).hexdigest() for i in range(24))
+    write(
+        "app.py",
+        f"class {long_name}:\n    def go(self):\n        pass\n"
+        "class Short:\n    def run(self):\n        pass\n",
+    )
+    with ContextGraph.open(db_url) as graph:
+        report = graph.sync([vault])
+        assert (report.added, report.failed) == (1, [])
+        names = {r.entity for r in graph.expand(["app.py"], max_nodes=50).results}
+        assert {"Short", "run"} <= names
+        # PostgreSQL leaves out the class and its method (whose key holds the class's name).
+        assert (long_name in names) == (backend == "sqlite")

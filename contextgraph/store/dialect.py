@@ -41,6 +41,20 @@ def is_postgresql(bind: Connection | Engine | Dialect) -> bool:
     return name_of(bind) == POSTGRESQL
 
 
+# PostgreSQL's B-tree refuses an entry over 2,704 bytes (a third of its 8 kB page, checked after
+# compression), failing the whole transaction: a sync's batch, a code graph's rebuild. A path or
+# code key of at most this many UTF-8 bytes fits any of its indexes with the entry's other
+# columns (source id, kind, sizes, hash: under 100 bytes). SQLite has no such limit.
+INDEXED_TEXT_MAX_BYTES = 2400
+
+
+def fits_index(bind: Connection | Engine | Dialect, value: str) -> bool:
+    """Whether ``value`` may be stored in an indexed column of ``bind``'s engine."""
+    if not is_postgresql(bind):
+        return True
+    return len(value.encode("utf-8", "surrogatepass")) <= INDEXED_TEXT_MAX_BYTES
+
+
 # -- inserts --------------------------------------------------------------------------------
 
 
@@ -248,10 +262,12 @@ def _floor(x: float | None) -> float | None:
 
 
 __all__ = [
+    "INDEXED_TEXT_MAX_BYTES",
     "POSTGRESQL",
     "SQLITE",
     "compile_for",
     "ensure_math_functions",
+    "fits_index",
     "greatest",
     "has_table",
     "insert_ignore",

@@ -14,6 +14,7 @@ from sqlalchemy import Engine, delete, false, insert, select
 
 from contextgraph.code import CodeParseError, FileFacts, build_graph, parse_code
 from contextgraph.store import db, meta
+from contextgraph.store.dialect import fits_index
 from contextgraph.store.models import T_ENTITIES, T_FILES, T_REL
 from contextgraph.store.sqlcore import chunked
 
@@ -63,7 +64,11 @@ def rebuild_code_graph(engine: Engine, source_id: int) -> None:
             conn.execute(delete(T_REL).where(T_REL.c.file_id.in_(chunk)))
             conn.execute(delete(T_ENTITIES).where(T_ENTITIES.c.file_id.in_(chunk)))
         entity_rows: list[dict[str, Any]] = []
-        packages = [e for e in graph.entities if e.kind == "package"]
+        packages = [
+            e
+            for e in graph.entities
+            if e.kind == "package" and fits_index(conn, e.key) and fits_index(conn, e.name.lower())
+        ]
         taken: set[tuple[str, str]] = set()
         for e in graph.entities:
             # A key is a path, '::' and a qualified name, and both may hold '::' (a JS method
@@ -72,10 +77,13 @@ def rebuild_code_graph(engine: Engine, source_id: int) -> None:
             if e.kind == "package" or (e.kind, e.key) in taken:
                 continue
             taken.add((e.kind, e.key))
+            key = _entity_key(source_id, e.kind, e.key)
+            if not (fits_index(conn, key) and fits_index(conn, e.name.lower())):
+                continue  # PostgreSQL: left out with its relations, not failing the rebuild
             entity_rows.append(
                 {
                     "kind": e.kind,
-                    "key": _entity_key(source_id, e.kind, e.key),
+                    "key": key,
                     "name": e.name,
                     "name_lower": e.name.lower(),
                     "file_id": file_ids.get(e.path or ""),

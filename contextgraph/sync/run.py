@@ -29,7 +29,7 @@ from contextgraph.errors import NotFound
 from contextgraph.graph.stats import counts
 from contextgraph.settings import Settings
 from contextgraph.store import checkpoint, db, meta, nowrite
-from contextgraph.store.dialect import is_postgresql
+from contextgraph.store.dialect import INDEXED_TEXT_MAX_BYTES, fits_index, is_postgresql
 from contextgraph.store.models import T_SOURCES
 from contextgraph.store.sources import SourceInfo, list_sources
 from contextgraph.sync import coldload
@@ -329,13 +329,21 @@ def _plan(
         if once_found is not None and len(scanned.files) >= once_found[0]:
             once_found[1]()
     report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t + seconds
+    problems = [Problem(source.name, path, reason) for path, reason in scanned.problems]
+    files = [f for f in scanned.files if fits_index(engine, f.path)]
+    if len(files) < len(scanned.files):
+        too_long = f"path longer than {INDEXED_TEXT_MAX_BYTES:,} bytes: PostgreSQL cannot index it"
+        taken = {f.path for f in files}
+        problems += [
+            Problem(source.name, f.path, too_long) for f in scanned.files if f.path not in taken
+        ]
     return _Plan(
         source,
         handed_seconds=seconds,
-        files=scanned.files,
+        files=files,
         existing=existing,
-        jobs=_jobs(scanned.files, existing, settings, False, source.root),
-        problems=[Problem(source.name, path, reason) for path, reason in scanned.problems],
+        jobs=_jobs(files, existing, settings, False, source.root),
+        problems=problems,
     )
 
 
