@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 WEIGHTS_CHECK_SECONDS = 60.0  # how often a watcher asks whether the precomputed lists are due
 RESCAN_SECONDS = 300.0  # how often a watcher syncs every source in full, whatever it was told
+LOCK_TRY_SECONDS = 0.1  # how often a watcher's sync tries the lock another sync holds
 
 
 class _Stopped(BaseException):
@@ -96,7 +97,8 @@ class Watcher:
 
         A sync under way when ``stop`` is set stops at its next file, as a killed one would
         (what it has not committed is left to the next sync), not when it would have ended:
-        a service manager's stop timeout is seconds, a catch-up can take minutes."""
+        a service manager's stop timeout is seconds, a catch-up can take minutes. A sync that
+        waits for another process's sync to end stops waiting."""
         self._stop = stop
         try:
             self._run(stop)
@@ -203,7 +205,12 @@ class Watcher:
     def _sync(self, name: str, rels: set[str]) -> None:
         try:
             report = sync_paths(
-                self.graph.engine, self.graph.settings, name, rels, progress=self._go_on
+                self.graph.engine,
+                self.graph.settings,
+                name,
+                rels,
+                progress=self._go_on,
+                waiting=self._wait_for_lock,
             )
         except Exception as exc:  # a watcher outlives one bad batch; the next full sync heals
             log.exception("syncing %d changed path(s) of %s failed", len(rels), name)
@@ -220,6 +227,7 @@ class Watcher:
                 self.graph.settings,
                 sources=[source.name],
                 progress=self._go_on,
+                waiting=self._wait_for_lock,
             )
         except Exception as exc:
             log.exception("catch-up sync of %s failed", source.name)
@@ -231,6 +239,11 @@ class Watcher:
     def _go_on(self, _done: int, _total: int) -> None:
         """A sync's progress, after each file: where a stop cuts it short."""
         if self._stop.is_set():
+            raise _Stopped
+
+    def _wait_for_lock(self) -> None:
+        """Between a sync's tries of the lock another sync holds: a stop ends the wait."""
+        if self._stop.wait(LOCK_TRY_SECONDS):
             raise _Stopped
 
     def _sources(self) -> list[SourceInfo]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from helpers import Writer
 
 from contextgraph import ContextGraph
 from contextgraph.errors import DatabaseError
+from contextgraph.sync.run import lock_database, run_sync
 
 pytestmark = pytest.mark.engines("sqlite", "postgresql")
 
@@ -133,3 +135,28 @@ def test_code_names_too_long_for_an_index_leave_the_code_graph_whole(
         assert {"Short", "run"} <= names
         # PostgreSQL leaves out the class and its method (whose key holds the class's name).
         assert (long_name in names) == (backend == "sqlite")
+
+
+def test_a_sync_waiting_for_the_lock_gives_up_when_its_waiter_says_so(
+    db_url: str, vault: Path, write: Writer
+) -> None:
+    write("a.md", "[[A]] [[B]]\n")
+
+    class GiveUp(Exception):
+        pass
+
+    tries: list[float] = []
+
+    def waiting() -> None:
+        tries.append(time.monotonic())
+        if len(tries) == 3:
+            raise GiveUp
+        time.sleep(0.01)
+
+    with ContextGraph.open(db_url) as graph:
+        graph.sync([vault])
+        with lock_database(graph.engine), pytest.raises(GiveUp):  # another sync holds it
+            run_sync(graph.engine, graph.settings, waiting=waiting)
+        assert len(tries) == 3
+        assert run_sync(graph.engine, graph.settings, waiting=waiting).unchanged == 1
+        assert len(tries) == 3  # a free lock is taken at the first try

@@ -17,6 +17,7 @@ from helpers import snapshot
 from test_watch import REPO, Running, hits, wait_for
 
 from contextgraph import ContextGraph
+from contextgraph.sync.lock import lock_file
 from contextgraph.watch import Watcher
 
 
@@ -112,6 +113,25 @@ def test_a_change_made_while_the_watcher_catches_up_is_synced(
     finally:
         stop.set()
         thread.join(timeout=20)
+
+
+def test_a_stop_ends_a_wait_for_the_lock_another_sync_holds(
+    watched: tuple[ContextGraph, Path], db_path: Path
+) -> None:
+    graph, _vault = watched
+    held = lock_file(db_path, wait=True)  # another process's sync, holding on
+    running = Running(graph)
+    try:
+        running.thread.start()
+        time.sleep(2.0)  # armed, its catch-up sync waits for the lock ("watching" comes after)
+        assert running.thread.is_alive() and not running.states
+        running.stop.set()
+        running.thread.join(timeout=10)
+        assert not running.thread.is_alive(), "the watcher waited on for the lock"
+    finally:
+        os.close(held)
+        running.stop.set()
+        running.thread.join(timeout=20)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -17,7 +17,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,10 +52,19 @@ _taken: _Handed | None = None  # what the sync holding the lock now took over
 
 
 @contextmanager
-def sync_lock(db_path: Path | None, *, wait: bool = True) -> Iterator[None]:
-    """Hold the one-sync-per-database lock (an advisory file lock the OS frees on any exit)."""
+def sync_lock(
+    db_path: Path | None, *, wait: bool = True, waiting: Callable[[], object] | None = None
+) -> Iterator[None]:
+    """Hold the one-sync-per-database lock (an advisory file lock the OS frees on any exit).
+
+    ``waiting``: while another sync holds the lock, called between tries; it returns when the
+    next try is due (it paces them) or raises to give up (a watcher told to stop). Without it
+    the wait blocks until the lock is free."""
     if db_path is None:
-        acquired = _thread_lock.acquire(blocking=wait)
+        acquired = _thread_lock.acquire(blocking=wait and waiting is None)
+        while not acquired and wait and waiting is not None:
+            waiting()
+            acquired = _thread_lock.acquire(blocking=False)
         if not acquired:
             nowrite.check("wait for another sync")
             raise SyncInProgress("a sync is already running on this database")
@@ -70,7 +79,7 @@ def sync_lock(db_path: Path | None, *, wait: bool = True) -> Iterator[None]:
     try:
         taken = _taken = _take_over(fd)
         if taken is None:
-            _lock(fd, wait=wait)
+            _lock(fd, wait=wait, waiting=waiting)
         yield
     finally:
         _taken = None
@@ -95,12 +104,24 @@ def _open(db_path: Path) -> int:
     return os.open(db_path.with_name(db_path.name + ".sync.lock"), os.O_RDWR | os.O_CREAT, 0o644)
 
 
-def _lock(fd: int, *, wait: bool) -> None:
+def _lock(fd: int, *, wait: bool, waiting: Callable[[], object] | None = None) -> None:
     try:
+        if wait and waiting is not None:
+            while not _try_lock(fd):
+                waiting()
+            return
         fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
     except BlockingIOError as exc:
         nowrite.check("wait for another sync")
         raise SyncInProgress("a sync is already running on this database") from exc
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def hand_over(fd: int, exclude: list[Path], scans: dict[tuple[int, str], Walk]) -> None:

@@ -59,19 +59,22 @@ if TYPE_CHECKING:
 Progress = Callable[[int, int], None]
 
 
-def lock_database(engine: Engine, *, wait: bool = True) -> AbstractContextManager[None]:
+def lock_database(
+    engine: Engine, *, wait: bool = True, waiting: Callable[[], object] | None = None
+) -> AbstractContextManager[None]:
     """The one-sync-per-database lock of ``engine``'s database.
 
     SQLite: the advisory file lock of :func:`sync_lock`. PostgreSQL: a session-level advisory
     lock on the server (:func:`contextgraph.store.pglock.sync_lock`), freed when its session ends.
+    ``waiting`` paces the tries while another sync holds it, or raises to give up.
     """
     refuse_while_starting("sync or write notes")  # never wait for a lock our parent holds
     wait = wait and not nowrite.active()  # a run that may not write never waits for the lock
     if is_postgresql(engine):
         from contextgraph.store.pglock import sync_lock as server_lock
 
-        return server_lock(engine, wait=wait)
-    return sync_lock(db.database_path(engine), wait=wait)
+        return server_lock(engine, wait=wait, waiting=waiting)
+    return sync_lock(db.database_path(engine), wait=wait, waiting=waiting)
 
 
 def run_sync(
@@ -81,12 +84,15 @@ def run_sync(
     sources: Sequence[str] | None = None,
     wait: bool = True,
     progress: Progress | None = None,
+    waiting: Callable[[], object] | None = None,
 ) -> SyncReport:
-    """Sync the named sources (all registered ones by default) and recompute what went stale."""
+    """Sync the named sources (all registered ones by default) and recompute what went stale.
+
+    ``waiting``: see :func:`lock_database`."""
     report = SyncReport()
     db_path = db.database_path(engine)
     started = time.perf_counter()
-    with lock_database(engine, wait=wait):
+    with lock_database(engine, wait=wait, waiting=waiting):
         report.phases["lock"] = time.perf_counter() - started
         with db.read(engine) as conn:
             registered = list_sources(conn)
@@ -124,6 +130,7 @@ def sync_paths(
     locked: bool = False,
     reread: bool = False,
     progress: Progress | None = None,
+    waiting: Callable[[], object] | None = None,
 ) -> SyncReport:
     """Sync only ``paths`` (source-relative, files or folders) of one source, as ``run_sync`` would.
 
@@ -135,10 +142,10 @@ def sync_paths(
     :func:`sync_lock` (a writer that must change the file and sync it in one critical section),
     and ``reread=True`` when it knows the files changed: two writes within one tick of the file
     system's clock can leave size and mtime alike, so the stat shortcut is skipped (the hash
-    still is compared).
+    still is compared). ``waiting``: see :func:`lock_database`.
     """
     if not locked:
-        with lock_database(engine, wait=wait):
+        with lock_database(engine, wait=wait, waiting=waiting):
             return sync_paths(
                 engine, settings, source, paths, locked=True, reread=reread, progress=progress
             )
