@@ -219,6 +219,11 @@ def test_seeds_match_case_insensitively_by_symbol_path_stem_and_concept(
     store.sync([vault])
     for seed in ("tokenvalidator", "TOKENVALIDATOR", "auth/tokens.py", "tokens", "Auth/Tokens"):
         assert store.expand([seed]).matched, seed
+    # A file's name, and the end of its path at a folder boundary, with its extension too.
+    assert store.expand(["tokens.py"]).matched == ("auth/tokens.py",)
+    assert store.expand(["TOKENS.PY"]).matched == ("auth/tokens.py",)
+    for seed in ("ens.py", "th/tokens.py", "tokens.p", "okens"):
+        assert store.expand([seed]).matched == (), seed
     assert store.expand(["machine learning"]).matched == ("machine-learning",)
     assert [r.entity for r in store.expand(["MACHINE_LEARNING"]).results] == ["deep-learning"]
 

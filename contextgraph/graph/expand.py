@@ -7,7 +7,7 @@ the score ``weight × 0.5 ** depth`` and the result order (depth, score desc, na
 2. seeds are visited first and never come back as results;
 3. entities at ``max_depth`` are not queried;
 4. the hub count is over distinct traversable neighbours, not raw relation rows;
-5. seeds match case-insensitively (symbol name, file path or stem, normalised concept name);
+5. seeds match case-insensitively (symbol name, file path, name or stem, normalised concept name);
 6. the hub rule never stops a seed, only expansion *through* a hub reached from one.
 
 One indexed SQL query per BFS layer fetches the neighbours of the whole layer in both directions:
@@ -174,7 +174,10 @@ def _match_statement(with_concept: bool) -> Any:
 
 
 def _is_stem_match(path: str, seed: str) -> bool:
-    if path == seed:
+    """Whether ``seed`` names the file at ``path`` (both lowered): its path, or the end of it
+    from a folder boundary (its name: ``service.py`` names ``pkg/service.py``), either with or
+    without the extension, or its stem (the name up to its first dot)."""
+    if path == seed or path.endswith("/" + seed):
         return True
     name = path.rsplit("/", 1)[-1]
     stem = name.split(".", 1)[0] if "." in name else name
