@@ -75,6 +75,10 @@ def unchanged_sync(argv: list[str], *, hand_over: bool = False) -> int | None:
     if asked is None:
         return None
     key, paths, as_json = asked
+    from contextgraph.limits import SYNC_MAX_PATHS
+
+    if len(paths) > SYNC_MAX_PATHS:
+        return None  # the CLI refuses them, with its message
     from pathlib import Path
 
     from contextgraph.sync.unchanged import unchanged_report

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
+from contextgraph import limits
 from contextgraph.errors import InvalidArgument
 
 DECAY_MODELS = ("power-law", "exponential")
@@ -97,52 +98,51 @@ class Settings:
         values: dict[str, Any] = {}
         for f in fields(cls):
             raw = env.get(f"CONTEXTGRAPH_{f.name.upper()}")
-            if raw is None and f.name in _LEGACY_NAMES:
-                raw = env.get(_LEGACY_NAMES[f.name])
+            if (raw is None or not raw.strip()) and f.name in _LEGACY_NAMES:
+                raw = env.get(_LEGACY_NAMES[f.name])  # an empty variable is an unset one
             if raw is not None and raw.strip() != "":
                 values[f.name] = _parse(f.name, f.type, raw.strip())
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values).validated()
+        origin = {name: _env_name(name, env) for name in values}
+        given = {k: v for k, v in overrides.items() if v is not None}
+        values.update(given)
+        for name in given:
+            origin.pop(name, None)
+        return cls(**values).validated(origin)
 
     def replace(self, **changes: Any) -> Settings:
         """Return a copy with the non-None ``changes`` applied."""
         given = {k: v for k, v in changes.items() if v is not None}
         return dataclasses.replace(self, **given).validated() if given else self
 
-    def validated(self) -> Settings:
-        """Raise InvalidArgument for values no code path could use."""
+    def validated(self, origin: Mapping[str, str] | None = None) -> Settings:
+        """Raise InvalidArgument for a value out of its range (:data:`RANGES`) or unknown.
+
+        ``origin``: field -> the environment variable it was read from, named in the message.
+        """
         for f in fields(self):
             value = getattr(self, f.name)
+            where = (origin or {}).get(f.name)
+            label = f"{where} ({f.name})" if where else f.name
             if isinstance(value, float) and not math.isfinite(value):
-                raise InvalidArgument(f"{f.name} must be a finite number, not {value}")
+                raise InvalidArgument(f"{label} must be a finite number, not {value}")
+            span = RANGES.get(f.name)
+            if span is None or value is None:
+                continue
+            low, high = span
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InvalidArgument(f"{label} must be a number, not {value!r}")
+            if not low <= value <= high:
+                raise InvalidArgument(f"{label} must be between {low} and {high}, not {value}")
         if self.decay_model not in DECAY_MODELS:
             raise InvalidArgument(f"decay_model must be one of {', '.join(DECAY_MODELS)}")
         if self.community_algorithm not in COMMUNITY_ALGORITHMS:
             raise InvalidArgument(
                 f"community_algorithm must be one of {', '.join(COMMUNITY_ALGORITHMS)}"
             )
-        positive = ("max_concepts_per_file", "max_file_bytes", "batch_files", "max_entities")
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise InvalidArgument(f"{name} must be at least 1")
-        if self.grace_days < 0 or self.half_life_days <= 0:
-            raise InvalidArgument("grace_days must be >= 0 and half_life_days > 0")
-        if self.community_resolution <= 0:
-            raise InvalidArgument("community_resolution must be positive")
-        for name in ("retrieve_candidates", "retrieve_seeds", "retrieve_concept_fanout"):
-            if getattr(self, name) < 1:
-                raise InvalidArgument(f"{name} must be at least 1")
-        weights = (
-            "retrieve_graph_weight",
-            "retrieve_import_weight",
-            "retrieve_reference_weight",
-            "retrieve_concept_weight",
-            "retrieve_hub_damping",
-            "retrieve_prior_weight",
-        )
-        for name in weights:
-            if getattr(self, name) < 0:
-                raise InvalidArgument(f"{name} must not be negative")
+        for name in ("half_life_days", "community_resolution"):
+            if getattr(self, name) <= 0:
+                where = (origin or {}).get(name)
+                raise InvalidArgument(f"{f'{where} ({name})' if where else name} must be > 0")
         return self
 
     def current_time(self) -> datetime:
@@ -160,6 +160,57 @@ class Settings:
                 value = list(value)
             out[f.name] = value
         return out
+
+
+def _env_name(name: str, env: Mapping[str, str]) -> str:
+    """The environment variable ``name`` was read from (the legacy one only without the new)."""
+    own = f"CONTEXTGRAPH_{name.upper()}"
+    if name in _LEGACY_NAMES and not env.get(own, "").strip():
+        return _LEGACY_NAMES[name]
+    return own
+
+
+_DAY_MS = 86_400_000
+_FOREVER_DAYS = 365_250.0  # a thousand years: past it no decay figure differs
+# Each number's inclusive range: what every code path can use (a negative count, a timeout past
+# a day, an integer SQLite cannot store, a weight that overflows a score to inf are refused).
+# Where the API and the CLI bound an argument too (limits.py), the setting takes that range.
+RANGES: dict[str, tuple[float, float]] = {
+    "max_concept_length": (1, limits.MAX_CONCEPT_LENGTH),
+    "max_concepts_per_file": (1, 1_000_000),
+    "max_file_bytes": (1, 1 << 30),
+    "batch_files": (1, 100_000),
+    "workers": (0, 64),
+    "grace_days": (0.0, _FOREVER_DAYS),
+    "half_life_days": (0.0, _FOREVER_DAYS),
+    "depth": (limits.CONTEXT_DEPTH.low, limits.CONTEXT_DEPTH.high),
+    "max_entities": (limits.CONTEXT_MAX_ENTITIES.low, limits.CONTEXT_MAX_ENTITIES.high),
+    "expansion_frontier": (0, 1000),
+    "preview_chars": (0, 100_000),
+    "community_min_shared": (0, 1_000_000),
+    "community_min_overlap": (0.0, 1.0),
+    "community_max_siblings": (0, 1000),
+    "weights_min_notes": (0, 1 << 31),
+    "community_leiden_min_edges": (0, 1 << 62),
+    "community_resolution": (0.0, 1000.0),
+    "community_seed": (0, (1 << 63) - 1),
+    "expand_max_depth": (limits.EXPAND_MAX_DEPTH.low, limits.EXPAND_MAX_DEPTH.high),
+    "expand_max_nodes": (limits.EXPAND_MAX_NODES.low, limits.EXPAND_MAX_NODES.high),
+    "expand_min_weight": (0.0, 1000.0),
+    "expand_hub_degree": (1, 1_000_000),
+    "expand_min_length": (0, 1000),
+    "retrieve_candidates": (1, 10_000),
+    "retrieve_seeds": (1, 1000),
+    "retrieve_graph_weight": (0.0, 1000.0),
+    "retrieve_import_weight": (0.0, 1000.0),
+    "retrieve_reference_weight": (0.0, 1000.0),
+    "retrieve_concept_weight": (0.0, 1000.0),
+    "retrieve_concept_fanout": (1, 1 << 31),
+    "retrieve_hub_damping": (0.0, 1000.0),
+    "retrieve_prior_weight": (0.0, 1000.0),
+    "busy_timeout_ms": (0, _DAY_MS),
+    "lock_retry_seconds": (0.0, _DAY_MS / 1000),
+}
 
 
 def parse_datetime(raw: str) -> datetime:
@@ -190,6 +241,8 @@ def _parse(name: str, type_name: Any, raw: str) -> Any:
             return int(raw)
         if kind == "float":
             return float(raw)
+    except InvalidArgument as exc:  # parsed, but out of range
+        raise InvalidArgument(f"CONTEXTGRAPH_{name.upper()}: {exc}") from exc
     except ValueError as exc:
         raise InvalidArgument(f"CONTEXTGRAPH_{name.upper()}: cannot parse {raw!r}") from exc
     return raw

@@ -80,7 +80,7 @@ def stats(ctx: click.Context, as_json: bool) -> None:
         return
     click.echo(f"database: {data['database']} ({data['databaseBytes']} bytes)")
     for source in data["sources"]:
-        click.echo(f"source {source['name']}: {shown(source['root'])}")
+        click.echo(f"source {shown(source['name'])}: {shown(source['root'])}")
     click.echo(f"files: {json.dumps(data['files'])}")
     click.echo(f"concepts: {data['concepts']}, relations: {data['relations']}")
     click.echo(f"entities: {json.dumps(data['entities'])}")
@@ -103,7 +103,7 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
         click.echo(report.integrity_line)
         for problem in report.problems:
             if problem != report.integrity_line:  # a failed check's problem, just printed
-                click.echo(f"problem: {problem}")
+                click.echo(f"problem: {shown(problem)}")
         if report.ok:
             click.echo("ok: co-occurrence agrees with the mentions")
     if not report.ok:

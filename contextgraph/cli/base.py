@@ -21,7 +21,7 @@ from contextgraph.errors import ContextGraphError
 from contextgraph.launch import EXIT_INTERRUPTED, quiet_closed_stdout
 from contextgraph.limits import Bound
 from contextgraph.settings import Settings
-from contextgraph.terminal import json_text
+from contextgraph.terminal import json_text, shown
 
 if TYPE_CHECKING:
     import threading
@@ -75,7 +75,7 @@ class Group(click.Group):
         try:
             return super().invoke(ctx)
         except ContextGraphError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(shown(str(exc))) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except KeyboardInterrupt:
@@ -86,8 +86,9 @@ class Group(click.Group):
             raise click.exceptions.Exit(0) from None
         except Exception as exc:  # no traceback reaches a CLI user
             if _is_driver_error(exc):  # the driver's message only: never the SQL statement
-                raise click.ClickException(f"database error: {exc.orig}") from None  # type: ignore[attr-defined]
-            raise click.ClickException(f"unexpected error: {type(exc).__name__}: {exc}") from None
+                raise click.ClickException(shown(f"database error: {exc.orig}")) from None  # type: ignore[attr-defined]
+            message = f"unexpected error: {type(exc).__name__}: {exc}"
+            raise click.ClickException(shown(message)) from None
 
 
 def _is_driver_error(exc: Exception) -> bool:

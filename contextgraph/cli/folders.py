@@ -41,7 +41,7 @@ def init(ctx: click.Context, paths: tuple[str, ...], name: str | None) -> None:
     with open_graph(ctx, create=True) as graph:
         for path in paths:
             source = graph.add_source(path, name=name)
-            click.echo(f"source {source.name}: {shown(str(source.root))}")
+            click.echo(f"source {shown(source.name)}: {shown(str(source.root))}")
         click.echo(f"database ready: {graph.database_path or graph.engine.url}")
 
 
@@ -73,9 +73,9 @@ def sync(
         _print_sync(report)
     for missing in report.missing:
         click.echo(
-            f"error: the folder of source {missing!r} ({shown(str(roots.get(missing)))}) is gone: "
-            "restore it, "
-            f"or forget the source with `contextgraph sources remove {missing}`",
+            f"error: the folder of source {shown(repr(missing))} "
+            f"({shown(str(roots.get(missing)))}) is gone: restore it, "
+            f"or forget the source with `contextgraph sources remove {shown(missing)}`",
             err=True,
         )
     if report.missing:
@@ -128,7 +128,7 @@ def sources_group(ctx: click.Context, as_json: bool) -> None:
         click.echo("no sources registered: `contextgraph sync PATH` adds one")
     for source in listed:
         gone = "" if source["exists"] else "  (folder missing)"
-        click.echo(f"{source['name']}: {shown(source['root'])}{gone}")
+        click.echo(f"{shown(source['name'])}: {shown(source['root'])}{gone}")
 
 
 @sources_group.command(name="remove")
@@ -172,7 +172,7 @@ def watch(ctx: click.Context, paths: tuple[str, ...], name: str | None, debounce
             f"{files[k]} {k}" for k in ("added", "updated", "deleted", "renamed") if files[k]
         )
         seconds = batch.report.phases.get("total", 0.0)
-        click.echo(f"synced {batch.source}: {changed or 'nothing changed'} ({seconds:.2f}s)")
+        click.echo(f"synced {shown(batch.source)}: {changed or 'nothing changed'} ({seconds:.2f}s)")
 
     stop = Stop()
     with open_graph(ctx, create=bool(paths)) as graph:
@@ -185,7 +185,7 @@ def watch(ctx: click.Context, paths: tuple[str, ...], name: str | None, debounce
                 graph,
                 debounce_ms=debounce_ms,
                 on_batch=on_batch,
-                on_state=lambda message: click.echo(message, err=True),
+                on_state=lambda message: click.echo(shown(message), err=True),
             ).run(stopped)
     click.echo("stopped", err=True)
     stop.exit_status(ctx)

@@ -195,7 +195,9 @@ def read(ctx: click.Context, identifier: str, as_json: bool) -> None:
     if as_json:
         emit_json(note.as_dict())
         return
-    click.echo(note.content, nl=not note.content.endswith("\n"))
+    # The note as stored, as ``cat`` would print it, to a terminal or not (click would strip
+    # escape sequences off a pipe, so ``read ID > copy.md`` would not copy the note).
+    click.echo(note.content, nl=not note.content.endswith("\n"), color=True)
 
 
 @click.command(cls=Command)
@@ -277,7 +279,7 @@ def communities(ctx: click.Context, rebuild: bool, as_json: bool) -> None:
         f"(resolution {run['resolution']}, seed {run['seed']}), modularity {run['modularity']:.3f}"
     )
     for c in data["communities"]:
-        members = ", ".join(c["members"][:12]) + (" …" if c["size"] > 12 else "")
+        members = shown(", ".join(c["members"][:12])) + (" …" if c["size"] > 12 else "")
         click.echo(f"  {c['id']} ({c['size']}): {members}")
 
 

@@ -74,7 +74,7 @@ def write(
         with open(from_file, "rb") as handle:
             text = handle.read().decode("utf-8", errors="replace")
     elif stdin is not None:
-        text = sys.stdin.read()
+        text = sys.stdin.buffer.read().decode("utf-8", errors="replace")  # as --file reads
     else:
         text = content or ""
     with open_graph(ctx) as graph:

@@ -18,7 +18,7 @@ from contextgraph.store import db
 from contextgraph.store.models import T_SOURCES
 
 _SOURCE_ROWS = select(T_SOURCES.c.id, T_SOURCES.c.name, T_SOURCES.c.root)
-_NAME_RE = re.compile(rf"^[^/\\\x00-\x1f]{{1,{SOURCE_NAME.high}}}$")
+_NAME_RE = re.compile(rf"^[^/\\\x00-\x1f\x7f-\x9f]{{1,{SOURCE_NAME.high}}}$")
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ def report_lines(report: SyncReport) -> list[tuple[str, bool]]:
     files = data["files"]
     lines = [
         (
-            f"synced {', '.join(report.sources) or '(nothing)'}: {files['scanned']} files "
+            f"synced {shown(', '.join(report.sources)) or '(nothing)'}: {files['scanned']} files "
             f"scanned, {files['added']} added, {files['updated']} updated, "
             f"{files['unchanged']} unchanged, {files['deleted']} deleted, "
             f"{files['renamed']} renamed, {files['failed']} failed",
