@@ -454,7 +454,7 @@ class ContextGraph:
         path = self.database_path
         return Stats.from_counts(
             totals,
-            database=str(path) if path else str(self.engine.url),
+            database=_shown_database(path, self.engine),
             database_bytes=sum(
                 p.stat().st_size
                 for p in ([path, Path(f"{path}-wal")] if path else [])
@@ -511,3 +511,13 @@ class ContextGraph:
             )
             for rev in reversed(list(script.walk_revisions()))
         ]
+
+
+def _shown_database(path: Path | None, engine: Engine) -> str:
+    """The database ``stats`` names: its file's path (a byte that is not UTF-8 shown as U+FFFD:
+    JSON holds no lone surrogate), ``:memory:``, or the server's URL (without its password)."""
+    if path is not None:
+        return os.fsencode(path).decode("utf-8", "replace")
+    if db.is_memory(engine.url):
+        return db.MEMORY
+    return str(engine.url)

@@ -458,3 +458,114 @@ def test_db_upgrade_to_an_unknown_revision_is_one_line(runner: CliRunner, db_pat
         assert code in (1, 2), (revision, err)
         assert one_line(err) and "unexpected error" not in err, (revision, err)
     assert doctor_ok(runner, db_path)
+
+
+# -- a hunt of the database files (stop 43) ---------------------------------------------------
+
+
+def _crashed_in_wal(target: Path, tables: list[str], revision: str | None = None) -> None:
+    """A WAL-mode database whose last transactions are only in its -wal (a crash)."""
+    script = [
+        "import os, sqlite3, sys",
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)",
+        "c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA wal_autocheckpoint=0')",
+        *[f"c.execute('CREATE TABLE {t} (id INTEGER PRIMARY KEY, v TEXT)')" for t in tables],
+    ]
+    if revision is not None:
+        script += [
+            "c.execute('CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)')",
+            f"c.execute(\"INSERT INTO alembic_version VALUES ('{revision}')\")",
+        ]
+    script.append("os._exit(0)")  # no close: the -wal stays, uncheckpointed
+    subprocess.run([sys.executable, "-c", "\n".join(script), str(target)], check=True)
+
+
+@pytest.mark.parametrize(
+    ("tables", "revision"),
+    [(["moz_places"], None), (["sources", "files", "entities", "mentions", "meta"], "0099_x")],
+    ids=["another-application", "newer-revision"],
+)
+def test_a_refused_database_left_with_a_wal_is_not_written(
+    runner: CliRunner, tmp_path: Path, tables: list[str], revision: str | None
+) -> None:
+    target = tmp_path / "other.db"
+    _crashed_in_wal(target, tables, revision)
+    wal = target.with_name("other.db-wal")
+    before, log = target.read_bytes(), wal.read_bytes()
+    for args in (("stats",), ("search", "x"), ("db", "current")):
+        code, _out, err = run(runner, "--db", str(target), *args)
+        assert code == 1 and one_line(err), (args, err)
+    assert target.read_bytes() == before  # the log was not copied into the file
+    assert wal.read_bytes() == log
+
+
+@pytest.mark.parametrize("revision", [None, "0099_future"], ids=["foreign", "newer"])
+def test_a_refused_database_keeps_its_journal_mode(
+    runner: CliRunner, tmp_path: Path, revision: str | None
+) -> None:
+    import sqlite3
+
+    target = tmp_path / "other.db"
+    conn = sqlite3.connect(target)
+    for name in ("sources", "files", "entities", "mentions", "meta", "their_own"):
+        conn.execute(f"CREATE TABLE {name} (id INTEGER PRIMARY KEY)")
+    if revision is not None:
+        conn.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+        conn.execute("INSERT INTO alembic_version VALUES (?)", (revision,))
+    conn.commit()
+    conn.close()
+    before = target.read_bytes()
+    code, _out, err = run(runner, "--db", str(target), "stats")
+    assert code == 1 and one_line(err), err
+    assert target.read_bytes() == before  # still in rollback mode: its header unchanged
+
+
+def test_a_read_only_database_whose_wal_cannot_be_read_is_refused_not_misread(
+    runner: CliRunner, tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    target = tmp_path / "ro" / "graph.db"
+    assert run(runner, "--db", str(target), "sync", str(notes))[0] == 0
+    conn = sqlite3.connect(target, isolation_level=None)
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    conn.execute("DELETE FROM sources")  # committed, in the -wal only once the shm is gone
+    target.with_name("graph.db-shm").unlink()
+    monkeypatch.setattr(dbmod, "_writable", lambda path: False)
+    monkeypatch.setattr(dbmod.os, "access", lambda path, mode: False)
+    code, _out, err = run(runner, "--db", str(target), "stats")
+    conn.close()
+    assert code == 1 and one_line(err) and "write-ahead log" in err, err
+
+
+def test_a_read_only_database_at_a_path_that_is_not_utf8_is_read(
+    runner: CliRunner, tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9"))
+    target = folder / "graph.db"
+    assert run(runner, "--db", str(target), "sync", str(notes))[0] == 0
+    monkeypatch.setattr(dbmod, "_writable", lambda path: False)
+    code, out, err = run(runner, "--db", str(target), "stats", "--json")
+    assert code == 0, err
+    assert json.loads(out)["files"] == {"note": 2}
+
+
+def test_a_path_starting_with_a_tilde_and_a_name_is_literal(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _out, err = run(runner, "--db", "~nobody-has-this-name.db", "init")
+    assert code == 0, err
+    assert (tmp_path / "~nobody-has-this-name.db").exists()
+
+
+def test_every_query_works_on_a_database_at_a_path_that_is_not_utf8(
+    runner: CliRunner, tmp_path: Path, notes: Path
+) -> None:
+    target = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9")) / "graph.db"
+    assert run(runner, "--db", str(target), "sync", str(notes))[0] == 0
+    for args in READS:
+        code, _out, err = run(runner, "--db", str(target), *args)
+        assert code == 0, (args, err)
+    code, out, _err = run(runner, "--db", str(target), "stats", "--json")
+    assert json.loads(out)["database"].endswith("/caf\ufffd/graph.db")

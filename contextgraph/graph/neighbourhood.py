@@ -37,6 +37,7 @@ from contextgraph.graph.relationsql import (
     unseen_statement,
 )
 from contextgraph.settings import Settings
+from contextgraph.store.dialect import engine_key
 from contextgraph.store.meta import graph_version
 from contextgraph.store.sqlcore import chunked, compiled_tuples
 
@@ -197,7 +198,7 @@ class Neighbourhoods:
         self.now = now
         version = graph_version(conn)
         key = (version, settings.decay_model, settings.grace_days, settings.half_life_days)
-        url = str(engine.url)
+        url = engine_key(engine)
         with self._lock:
             state = self._states.get(url)
             if state is None or state.key != key or state.edges > MAX_EDGES:

@@ -28,6 +28,7 @@ from sqlalchemy import (
 
 from contextgraph.graph.decay import SECONDS_PER_DAY, weight
 from contextgraph.settings import Settings
+from contextgraph.store.dialect import engine_key
 from contextgraph.store.fulltext import phrases
 from contextgraph.store.meta import graph_version
 from contextgraph.store.sqlcore import compiled_rows
@@ -111,7 +112,7 @@ def fts_counts(conn: Connection, match: str) -> FtsCounts | None:
     rows_indexed = fts_row_count(averages)
     if rows_indexed is None:
         return None
-    key = (str(conn.engine.url), graph_version(conn), averages, structure)
+    key = (engine_key(conn.engine), graph_version(conn), averages, structure)
     known = _COUNTS.get(key, {})
     missing = sorted({match, *(quoted(p) for p in texts)} - known.keys())
     if missing:

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote_to_bytes
 
 from sqlalchemy import (
     URL,
@@ -47,7 +47,7 @@ from contextgraph.errors import CorruptDatabase, DatabaseError, InvalidArgument,
 from contextgraph.store import head, nowrite
 from contextgraph.store.backoff import with_backoff
 from contextgraph.store.dialect import ensure_math_functions
-from contextgraph.store.ownership import refuse_foreign, wal_wanted
+from contextgraph.store.ownership import refuse_foreign, refuse_foreign_file, wal_wanted
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,10 @@ def database_url(path_or_url: str | os.PathLike[str]) -> URL:
             raise DatabaseError(f"invalid database URL: {exc}") from None
     if raw == MEMORY:
         return URL.create("sqlite", database=MEMORY)
-    return URL.create("sqlite", database=str(Path(raw).expanduser().resolve()))
+    path = Path(raw)
+    if raw == "~" or raw.startswith("~/"):  # ``~name`` is a file's name, not a user's home
+        path = path.expanduser()
+    return URL.create("sqlite", database=str(path.resolve()))
 
 
 def is_memory(url: URL) -> bool:
@@ -115,7 +118,7 @@ def database_path(engine: Engine) -> Path | None:
         return None
     name = engine.url.database or ""
     if engine.url.query.get("uri") == "true" and name.startswith("file:"):
-        name = unquote(name[len("file:") :])
+        name = os.fsdecode(unquote_to_bytes(name[len("file:") :]))
     return Path(name).resolve()
 
 
@@ -132,10 +135,26 @@ def _writable(path: Path) -> bool:
 def _read_only_url(path: Path) -> URL:
     # SQLite needs the -shm file to read a WAL database; in a folder it cannot write, it can only
     # read an existing -shm, else the file must be opened immutable (nobody can write it anyway).
+    # Immutable, SQLite reads no -wal: one left by a crash would hold committed transactions
+    # that every answer would miss, so such a database is refused rather than misread.
     shm = path.with_name(path.name + "-shm")
     immutable = not os.access(path.parent, os.W_OK) and not shm.exists()
+    if immutable and _size(path.with_name(path.name + "-wal")) > 0:
+        raise DatabaseError(
+            f"the database at {path} has a write-ahead log ({path.name}-wal) and no -shm in a "
+            "folder this process cannot write: the log cannot be read here; open it once where "
+            "its folder is writable"
+        )
     query = {"uri": "true", "mode": "ro", **({"immutable": "1"} if immutable else {})}
-    return URL.create("sqlite", database=f"file:{quote(str(path))}", query=query)
+    # The path's bytes, percent-quoted: a name that is not UTF-8 cannot be encoded as text.
+    return URL.create("sqlite", database=f"file:{quote(os.fsencode(path))}", query=query)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def make_engine(
@@ -170,8 +189,10 @@ def make_engine(
                 raise DatabaseError(
                     f"cannot create the database folder {path.parent}: {exc.strerror or exc}"
                 ) from exc
-        elif not _writable(path):
-            url = _read_only_url(path)
+        else:
+            refuse_foreign_file(path, f"the database at {path}", busy_timeout_ms / 1000)
+            if not _writable(path):
+                url = _read_only_url(path)
     engine = create_engine(
         url,
         connect_args={"timeout": busy_timeout_ms / 1000, "check_same_thread": False},

@@ -41,6 +41,14 @@ def is_postgresql(bind: Connection | Engine | Dialect) -> bool:
     return name_of(bind) == POSTGRESQL
 
 
+def engine_key(engine: Engine) -> str:
+    """A key naming ``engine``'s database, for caches shared by its engines. Not ``str(url)``:
+    that percent-quotes the path as UTF-8, which a path that is not UTF-8 cannot be."""
+    url = engine.url
+    query = sorted((k, str(v)) for k, v in url.query.items())
+    return repr((url.drivername, url.username, url.host, url.port, url.database, query))
+
+
 # PostgreSQL's B-tree refuses an entry over 2,704 bytes (a third of its 8 kB page, checked after
 # compression), failing the whole transaction: a sync's batch, a code graph's rebuild. A path or
 # code key of at most this many UTF-8 bytes fits any of its indexes with the entry's other
@@ -266,6 +274,7 @@ __all__ = [
     "POSTGRESQL",
     "SQLITE",
     "compile_for",
+    "engine_key",
     "ensure_math_functions",
     "fits_index",
     "greatest",

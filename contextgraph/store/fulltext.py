@@ -37,7 +37,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.selectable import NamedFromClause
 
-from contextgraph.store.dialect import is_postgresql
+from contextgraph.store.dialect import engine_key, is_postgresql
 
 # The text search configuration of migration 0003: 'simple' words, English Porter-style stems
 # (Snowball), no stopwords dropped (the query builder handles those, as on SQLite).
@@ -130,7 +130,7 @@ def _idf(conn: Connection, terms: list[ColumnElement[Any]], keys: list[str]) -> 
     """bm25's inverse document frequency of each term: ln(1 + (N − n + 0.5) / (n + 0.5))."""
     from contextgraph.store.meta import graph_version
 
-    version = (str(conn.engine.url), graph_version(conn))
+    version = (engine_key(conn.engine), graph_version(conn))
     found = {k: _DF_CACHE.get((*version, k)) for k in keys}
     missing = [(k, t) for k, t in zip(keys, terms, strict=True) if found[k] is None]
     if missing:

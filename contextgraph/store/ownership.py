@@ -10,8 +10,11 @@ SQLite file (no tables) is fine: it becomes a contextgraph database.
 
 from __future__ import annotations
 
+import os
+import sqlite3
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Connection, column, inspect, select, table
 
@@ -66,13 +69,55 @@ def refuse_foreign(conn: Connection, where: str) -> None:
     else:
         found = inspect(conn)
         names = sorted({*found.get_table_names(), *found.get_view_names()})
-    if not names:
-        return
     revision = None
     if ALEMBIC_TABLE in names:
         version = table(ALEMBIC_TABLE, column("version_num"))
         row = conn.execute(select(version.c.version_num)).first()
         revision = None if row is None else str(row[0])
+    _judge(names, revision, where)
+
+
+def refuse_foreign_file(path: Path, where: str, timeout_seconds: float) -> None:
+    """:func:`refuse_foreign` for an existing SQLite file, made on a read-only connection of the
+    standard library's driver before any read-write connection opens it.
+
+    A read-write connection would change another program's file before the schema check
+    could refuse it: SQLite recovers a ``-wal`` left by a crash and copies it into the file
+    when its last connection closes, and the first connection switches a file that is not in
+    WAL mode to it. A read-only one changes neither. A file SQLite cannot read as a database
+    (or cannot read now) passes: opening it reports what it is, as before.
+    """
+    try:
+        if path.stat().st_size == 0:
+            return
+        conn = sqlite3.connect(
+            f"file:{quote(os.fsencode(path))}?mode=ro", uri=True, timeout=timeout_seconds
+        )
+    except (OSError, sqlite3.Error):
+        return
+    try:
+        names = sorted(
+            str(row[0])
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+                " AND substr(name, 1, 7) != 'sqlite_'"
+            )
+        )
+        revision = None
+        if ALEMBIC_TABLE in names:
+            row = conn.execute(f"SELECT version_num FROM {ALEMBIC_TABLE}").fetchone()
+            revision = None if row is None else str(row[0])
+    except sqlite3.Error:
+        return
+    finally:
+        conn.close()
+    _judge(names, revision, where)
+
+
+def _judge(names: list[str], revision: str | None, where: str) -> None:
+    """Refuse a database holding ``names`` (tables and views, sorted) at ``revision``."""
+    if not names:
+        return
     if revision is not None:
         if revision not in known_revisions():
             raise DatabaseError(
