@@ -23,6 +23,7 @@ This module is imported by every CLI run, so it loads only the standard library'
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import socket
@@ -46,6 +47,8 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 MAX_REQUEST_BYTES = 8 * 1024 * 1024  # argv, cwd and environment; far above any real command line
 MAX_ANSWER_BYTES = 1 << 40  # what a command prints is the command's business
 SOCKET_PATH_LIMIT = 100  # sun_path is 104-108 bytes, terminator included
+SEND_SECONDS = 5.0  # the longest a request's sending may take
+POLL_SECONDS = 1.0  # how often a client waiting for its answer looks whether the server stopped
 _FS, _FS_ERRORS = "utf-8", "surrogateescape"
 
 
@@ -166,8 +169,9 @@ def folder_is_private(folder: str) -> bool:
 def fingerprint() -> str:
     """What must be equal for a server's answer to be this process's: code and interpreter.
 
-    The interpreter, and every module of the package by size and modification time (an upgrade
-    or an edit of an editable install changes it). About a millisecond.
+    The interpreter, every module of the package by size and modification time (an upgrade or
+    an edit of an editable install changes it), and the import path's folders by modification
+    time. About a millisecond.
     """
     root = os.path.dirname(os.path.abspath(__file__))
     # surrogateescape: a path that is not UTF-8 (bytes decoded by the file system) still hashes
@@ -179,6 +183,15 @@ def fingerprint() -> str:
                 st = os.stat(os.path.join(folder, name))
                 line = f"\0{folder}/{name}:{st.st_size}:{st.st_mtime_ns}"
                 digest.update(line.encode(_FS, _FS_ERRORS))
+    # The import path, and when each of its folders last changed: installing or upgrading a
+    # dependency (click, SQLAlchemy, igraph) adds or removes entries in site-packages. Not its
+    # first entry: the script's folder, or the working folder of ``python -m``.
+    for entry in sys.path[1:]:
+        try:
+            changed = os.stat(entry or ".").st_mtime_ns
+        except OSError:
+            changed = -1
+        digest.update(f"\0{entry}:{changed}".encode(_FS, _FS_ERRORS))
     return digest.hexdigest()
 
 
@@ -241,10 +254,13 @@ def forward(argv: Sequence[str]) -> int | None:
                 "stdout": _stream_codec(sys.stdout),
                 "stderr": _stream_codec(sys.stderr),
             }
+            conn.settimeout(SEND_SECONDS)  # a stopped server's full queue must not hold us
             send_message(conn, request)
             conn.shutdown(socket.SHUT_WR)
-            with conn.makefile("rb") as reader:
-                header, (out, err) = receive_message(reader, limit=MAX_ANSWER_BYTES)
+            answer = _answer_of(conn)
+            if answer is None:
+                return None
+            header, (out, err) = receive_message(io.BytesIO(answer), limit=MAX_ANSWER_BYTES)
     except (OSError, ValueError):  # no server, a dead one's socket, or one that went away
         return None
     code = header.get("exit")
@@ -259,6 +275,48 @@ def forward(argv: Sequence[str]) -> int | None:
     return code
 
 
+def _answer_of(conn: socket.socket) -> bytes | None:
+    """All the server sends, up to its end; None when the server is stopped (``kill -STOP``,
+    Ctrl-Z in its terminal): the kernel queued the connection, but no answer would come.
+
+    A long command is waited for; every :data:`POLL_SECONDS` without a byte, the server's state
+    is looked up by its pid (Linux: ``SO_PEERCRED`` and ``/proc``; elsewhere it is waited for).
+    """
+    pid = _peer_pid(conn)
+    conn.settimeout(POLL_SECONDS)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = conn.recv(1 << 20)
+        except TimeoutError:
+            if pid is not None and _stopped(pid):
+                return None
+            continue
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _peer_pid(conn: socket.socket) -> int | None:
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    import struct
+
+    pid, _uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, option, 12))
+    return int(pid) or None
+
+
+def _stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (``T``) or traced (``t``), by ``/proc``."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] in (b"T", b"t")
+
+
 def quiet_closed_stdout() -> None:
     """After a closed stdout (`| head`): point it at /dev/null, so the final flush at exit
     cannot raise again, and the process ends quietly (here and in the CLI's commands)."""
@@ -271,7 +329,7 @@ def quiet_closed_stdout() -> None:
 
 def _write(stream: TextIO, data: bytes) -> None:
     """Write the server's bytes for ``stream`` as they are (its encoding was the server's)."""
-    if not data:
+    if not data or stream is None:  # None: that descriptor was closed (``>&-``)
         return
     stream.flush()
     binary = getattr(stream, "buffer", None)

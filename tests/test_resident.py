@@ -8,8 +8,10 @@ which tells a forwarded query from one the client ran itself.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -332,13 +334,24 @@ def test_clients_at_once_are_answered_in_turn_and_one_that_leaves_costs_nothing(
     assert last == "stopped after 7 queries"  # the one that left was answered too, to nobody
 
 
+@functools.cache
+def _client_fingerprint() -> str:
+    """A client process's :func:`contextgraph.launch.fingerprint`: not this one's, whose import
+    path pytest changed."""
+    code = "from contextgraph import launch; print(launch.fingerprint())"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
 def _request(synced: Path, *argv: str, **fields: object) -> dict[str, object]:
     """A request as :func:`contextgraph.launch.forward` makes it, with ``fields`` changed."""
     request: dict[str, object] = {
         "argv": list(argv),
         "cwd": str(synced.parent),
         "environ": dict(os.environ),
-        "fingerprint": launch.fingerprint(),
+        "fingerprint": _client_fingerprint(),
         "stdout": ["utf-8", "strict"],
         "stderr": ["utf-8", "strict"],
         "lengths": [],
@@ -457,3 +470,100 @@ def test_with_precomputed_lists_on_the_server_refreshes_them_when_due(
             assert weights.is_current(graph.engine, graph.settings)
         finally:
             running.stop()
+
+
+# -- a hunt of the resident server (stop 43) --------------------------------------------------
+
+
+def test_a_client_that_stops_reading_holds_up_no_other_nor_the_stop(
+    server: Server, synced: Path, vault: Path, write: Writer
+) -> None:
+    write("big.md", "[[Alpha]] " + "word " * 1_000_000)  # an answer far over a socket buffer
+    with ContextGraph.open(synced) as graph:
+        graph.sync([vault])
+    stalled = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    idle = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        stalled.connect(server.socket)
+        request = _request(synced, "--db", str(synced), "read", "big.md")
+        stalled.sendall(json.dumps(request).encode() + b"\n")
+        stalled.shutdown(socket.SHUT_WR)  # ...and never reads its answer
+        idle.connect(server.socket)  # ...and never sends anything
+        answer = run(synced, "stats", "--json")  # waits at most for the two to be dropped
+        assert answer == run_here(synced, "stats", "--json")
+        code, last = server.stop()
+        assert code == 0 and last == "stopped after 2 queries"
+    finally:
+        stalled.close()
+        idle.close()
+
+
+def test_a_client_of_a_stopped_server_answers_itself(server: Server, synced: Path) -> None:
+    server.proc.send_signal(signal.SIGSTOP)
+    try:
+        answer = run(synced, "stats", "--json")
+    finally:
+        server.proc.send_signal(signal.SIGCONT)
+    assert answer == run_here(synced, "stats", "--json")
+    # Continued, the server answers the queued request, to nobody: the client had answered.
+    assert server.stop() == (0, "stopped after 1 queries")
+
+
+def test_a_database_rewritten_in_place_is_opened_anew(
+    server: Server, synced: Path, tmp_path: Path, vault: Path, write: Writer
+) -> None:
+    newer = tmp_path / "newer.db"
+    shutil.copyfile(synced, newer)
+    write("z.md", "[[Alpha]] and the zebraword.")
+    with ContextGraph.open(newer) as graph:
+        graph.sync([vault])  # closed: everything is in the file, no -wal left
+    assert b"0 matches" in run(synced, "search", "zebraword")[1]
+    inode = synced.stat().st_ino
+    with open(newer, "rb") as source, open(synced, "r+b") as target:  # cp over, same inode
+        shutil.copyfileobj(source, target)
+        target.truncate()
+    assert synced.stat().st_ino == inode
+    for args in (("search", "zebraword"), ("stats", "--json")):
+        assert run(synced, *args) == run_here(synced, *args), args
+    assert b"1 matches" in run(synced, "search", "zebraword")[1]
+    assert server.stop() == (0, "stopped after 4 queries")
+
+
+def test_what_tells_another_database_at_the_same_path() -> None:
+    from contextgraph.cli.resident import _another_database, _Identity
+
+    now = _Identity((1, 2, True), (4096, 10), (800, 11))
+    assert not _another_database(now, now)
+    assert not _another_database(now, now._replace(content=(8192, 12), log=(900, 12)))  # commits
+    assert not _another_database(now, now._replace(content=(8192, 12), log=None))  # last close
+    assert _another_database(now, now._replace(content=(8192, 12)))  # rewritten, log unchanged
+    assert _another_database(now, now._replace(file=(1, 3, True)))  # replaced
+    assert _another_database(now, now._replace(file=(1, 2, False)))  # made read-only
+    assert _another_database(now, None) and _another_database(None, now)
+
+
+def test_a_closed_stdout_or_a_removed_working_folder_changes_nothing(
+    synced: Path, tmp_path: Path
+) -> None:
+    start = tmp_path / "start"
+    start.mkdir()
+    server = Server(synced, cwd=start)
+    try:
+        start.rmdir()
+        assert run(synced, "stats", "--json") == run_here(synced, "stats", "--json")
+        done = subprocess.run(
+            [sys.executable, "-m", "contextgraph", "--db", str(synced), "stats"],
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            close_fds=True,
+            pass_fds=(),
+            preexec_fn=lambda: os.close(1),
+            timeout=120,
+        )
+        assert done.returncode == 0 and done.stderr == b""
+        assert server.stop() == (0, "stopped after 2 queries")
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.communicate()

@@ -36,18 +36,29 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from contextgraph import launch
 from contextgraph.api import ContextGraph
-from contextgraph.errors import Conflict, ContextGraphError, InvalidArgument
+from contextgraph.errors import (
+    Conflict,
+    ContextGraphError,
+    CorruptDatabase,
+    DatabaseError,
+    InvalidArgument,
+)
 from contextgraph.settings import Settings
 from contextgraph.store import db
 
 log = logging.getLogger(__name__)
 
 KEPT_GRAPHS = 4  # open graphs kept, one per distinct settings a client ran with
-REQUEST_READ_SECONDS = 10.0  # a client that connects and sends nothing is dropped after this
+# One request at a time: a client that connects and sends nothing, or stops reading its answer
+# (suspended with Ctrl-Z), holds every other one up, so each is dropped after this long without
+# progress (a client sends its request as soon as it connects, and reads its answer whole).
+REQUEST_READ_SECONDS = 2.0
+ANSWER_SEND_SECONDS = 5.0
 _ACCEPT_POLL_SECONDS = 0.25  # how often the accept loop looks at its stop event
 
 
@@ -70,7 +81,7 @@ class Resident:
         self.fingerprint = launch.fingerprint()
         self.served = 0  # requests answered (tests and the log read it)
         self._graphs: dict[Settings, ContextGraph] = {}
-        self._identity: tuple[int, int] | None = None
+        self._identity: _Identity | None = None
         # Opened now, so a missing or foreign database fails the start, not the first query.
         _warm(self._graph_for(settings or Settings.from_env()))
 
@@ -101,6 +112,9 @@ class Resident:
                 os.chmod(self.socket_path, 0o600)
                 listener.listen(64)
                 listener.settimeout(_ACCEPT_POLL_SECONDS)
+                # Each request runs in its client's folder, then comes back here: a folder that
+                # cannot be removed from under the server (every path it holds is absolute).
+                os.chdir("/")
                 if on_ready is not None:
                     on_ready(self.socket_path)
                 self._accept_until(listener, stop)
@@ -138,7 +152,7 @@ class Resident:
             except (ConnectionError, ValueError, TypeError, RecursionError) as exc:
                 log.warning("ignored a malformed request: %s", exc)
                 return
-        conn.settimeout(None)
+        conn.settimeout(ANSWER_SEND_SECONDS)
         if request.fingerprint != self.fingerprint:
             log.warning("a client runs other code than this server: restart the server")
             launch.send_message(conn, {"status": "stale"})
@@ -204,6 +218,9 @@ class Resident:
         graph = self._graph_for(settings)
         try:
             yield graph
+        except (CorruptDatabase, DatabaseError):
+            self._drop(settings)  # the file may have been rewritten in place: open it anew
+            raise
         except ContextGraphError:
             raise  # a refusal (unknown note, bad argument): the graph is as good as before
         except BaseException:
@@ -212,9 +229,9 @@ class Resident:
 
     def _graph_for(self, settings: Settings) -> ContextGraph:
         identity = self._file_identity()
-        if identity != self._identity:  # replaced or removed: what is open is another database
+        if _another_database(self._identity, identity):
             self.close()
-            self._identity = identity
+        self._identity = identity
         graph = self._graphs.get(settings)
         if graph is not None and db.current_revision(graph.engine) != db.SCHEMA_HEAD:
             self._drop(settings)  # migrated or reverted by another process: open it anew
@@ -231,14 +248,40 @@ class Resident:
         if graph is not None:
             graph.close()
 
-    def _file_identity(self) -> tuple[int, int] | None:
+    def _file_identity(self) -> _Identity | None:
         if "://" in self.key:
             return None
         try:
             st = os.stat(self.key)
         except OSError:
             return None
-        return st.st_dev, st.st_ino
+        try:
+            log_st = os.stat(self.key + "-wal")
+            log: tuple[int, int] | None = (log_st.st_size, log_st.st_mtime_ns)
+        except OSError:
+            log = None
+        writable = db.opens_writable(Path(self.key))
+        return _Identity((st.st_dev, st.st_ino, writable), (st.st_size, st.st_mtime_ns), log)
+
+
+class _Identity(NamedTuple):
+    """What tells the database file the server has open from another one at the same path."""
+
+    file: tuple[int, int, bool]  # device, inode, and whether it opens for writing
+    content: tuple[int, int]  # the file's size and modification time
+    log: tuple[int, int] | None  # the same of its -wal, if any
+
+
+def _another_database(before: _Identity | None, now: _Identity | None) -> bool:
+    """Whether what is open is no longer the file at the path: replaced or removed, made
+    read-only or writable (``chmod``), or rewritten in place (``cp backup.db graph.db``: the
+    file changed while its -wal did not, which no SQLite writer does, since a checkpoint
+    copies what a commit wrote to the -wal first). A change it misjudges costs a reopen."""
+    if before is None or now is None:
+        return before != now
+    if before.file != now.file:
+        return True
+    return before.content != now.content and before.log == now.log
 
 
 class _Request:

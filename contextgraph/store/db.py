@@ -132,6 +132,12 @@ def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
 
 
+def opens_writable(path: Path) -> bool:
+    """Whether :func:`make_engine` would open the file at ``path`` for writing now (a resident
+    server reopens its database when this changes)."""
+    return _writable(path)
+
+
 def _read_only_url(path: Path) -> URL:
     # SQLite needs the -shm file to read a WAL database; in a folder it cannot write, it can only
     # read an existing -shm, else the file must be opened immutable (nobody can write it anyway).
