@@ -24,10 +24,13 @@ def main() -> None:
         sys.exit(launch.EXIT_INTERRUPTED)
     if code is not None:
         sys.exit(code)
-    from contextgraph.cli import main as run_here
-
     try:
+        from contextgraph.cli import main as run_here  # Ctrl-C may come while it imports
+
         run_here()
+    except KeyboardInterrupt:  # before the CLI took Ctrl-C over (it says "interrupted" itself)
+        print("interrupted", file=sys.stderr)
+        sys.exit(launch.EXIT_INTERRUPTED)
     finally:
         if prestarted:
             from contextgraph.sync.extraction import drop_prestarted

@@ -501,3 +501,60 @@ def test_the_folders_of_one_sync_are_extracted_in_one_pool(tmp_path: Path) -> No
     with ContextGraph.open(tmp_path / "inline.db", settings=Settings(workers=1)) as graph:
         graph.sync([first, second])
         assert got == snapshot(graph)
+
+
+def test_ctrl_c_ends_a_pooled_sync_at_once_quietly_and_frees_its_lock(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C is SIGINT to the whole process group, workers included. A worker
+    that died of it printed a traceback, or died halfway through sending a result, which left
+    the pool waiting for the rest of it, the sync's lock held (a hunt, stop 43)."""
+    import os
+    import time
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    body = "".join(f"para {j} with [[K{j % 31}]] and `code`\n\n" for j in range(40))
+    for i in range(3000):
+        (vault / f"n{i}.md").write_text(f"n{i} [[W{i % 100}]]\n{body}", encoding="utf-8")
+    env = child_env()
+    for pause in (0.0, 0.3, 0.6):
+        db = tmp_path / f"graph-{pause}.db"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "contextgraph", "--db", str(db), "sync", str(vault)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its own process group, as a terminal's foreground job
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not db.exists() and time.monotonic() < deadline:  # the sync has begun
+                time.sleep(0.02)
+            time.sleep(pause)
+            os.killpg(proc.pid, signal.SIGINT)
+            _out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+        assert proc.returncode in (0, 130), (pause, proc.returncode, err)
+        assert "Traceback" not in err, (pause, err)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "contextgraph",
+                "--db",
+                str(db),
+                "sync",
+                str(vault),
+                "--no-wait",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, (pause, done.stderr)  # the lock is free, the load completes
+        with ContextGraph.open(db) as graph:
+            assert graph.stats().files == {"note": 3000}

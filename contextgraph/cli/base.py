@@ -10,6 +10,7 @@ modules; the library (SQLAlchemy, the models, sync, the query modules) loads ins
 from __future__ import annotations
 
 import gc
+import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -226,6 +227,10 @@ def main() -> None:
     global _collector_paused
     _collector_paused = gc.isenabled()
     gc.disable()
+    # SQLAlchemy's pool logs what it meets while it resets or closes a connection, with its
+    # traceback (Ctrl-C at that instant), and logging's last resort prints that on stderr. A
+    # CLI user gets one line or nothing: what matters reaches the command as an exception.
+    logging.getLogger("sqlalchemy").addHandler(logging.NullHandler())
     try:
         cli(prog_name="contextgraph")
     finally:

@@ -81,9 +81,37 @@ def watch_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
+def _ignore_interrupts() -> None:
+    """Leave Ctrl-C to the parent: a terminal sends SIGINT to the whole process group, and a
+    worker it killed printed its traceback, or died halfway through sending a result, which
+    left the pool's reader of results waiting for the rest for ever (and the sync's lock
+    held). The parent stops its pool itself (:func:`_owned`), and its workers die with it.
+    A worker is spawned with SIGINT blocked (:func:`_spawning`): ignored from here on, one
+    that came while it started is dropped."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def _spawning() -> Iterator[None]:
+    """Block SIGINT in this thread while it may start worker processes, which inherit the
+    mask: a Ctrl-C while one starts (before :func:`_ignore_interrupts` runs in it) waits in it
+    to be ignored. Here, it is delivered once the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _start_worker(parent_pid: int, name: str) -> None:
-    """A pool worker's initializer: die with ``parent_pid``; be called ``name`` (what
-    ``multiprocessing.current_process().name`` tells, in a traceback or a test)."""
+    """A pool worker's initializer: die with ``parent_pid``; ignore Ctrl-C; be called ``name``
+    (what ``multiprocessing.current_process().name`` tells, in a traceback or a test)."""
+    _ignore_interrupts()
     watch_parent(parent_pid)
     current_process().name = name
 
@@ -109,7 +137,7 @@ def started_pool(workers: int) -> ProcessPoolExecutor:
     A spawned worker takes 0.1-0.2 s to start: begun while the sync scans, that is no longer
     time the writer waits for its first batch."""
     pool = process_pool(workers)
-    with contextlib.suppress(*_SUBMIT_FAILED):  # prepare_in_pool finds it broken
+    with contextlib.suppress(*_SUBMIT_FAILED), _spawning():  # prepare_in_pool finds it broken
         for _ in range(workers):
             pool.submit(_warm_up)
     return pool
@@ -189,11 +217,13 @@ def _pool_round(
     futures: list[Future[list[Prepared]]] = []
     with contextlib.ExitStack() as stack:
         # Its workers die with this process; leaving the block shuts it down.
-        pool = stack.enter_context(started or process_pool(workers))
-        aid = stack.enter_context(process_pool(helpers, HELPER)) if helpers else None
+        pool = stack.enter_context(_owned(started or process_pool(workers)))
+        aid = stack.enter_context(_owned(process_pool(helpers, HELPER))) if helpers else None
         try:
-            for start in starts:
-                futures.append(pool.submit(_prepare_chunk, list(jobs[start : start + CHUNK])))
+            with _spawning():
+                for start in starts:
+                    part = list(jobs[start : start + CHUNK])
+                    futures.append(pool.submit(_prepare_chunk, part))
         except _SUBMIT_FAILED:
             pass  # broken, or no process could start: the jobs not submitted are left below
         helping = _Helping(jobs, futures, aid, helpers)
@@ -227,6 +257,21 @@ def _pool_round(
     for start in starts[len(futures) :]:
         left.extend(range(start, min(start + CHUNK, len(jobs))))
     return left
+
+
+@contextlib.contextmanager
+def _owned(pool: ProcessPoolExecutor) -> Iterator[ProcessPoolExecutor]:
+    """``pool``, shut down at the end: waiting for its workers when all went well; else (the
+    sync failed or was interrupted, or stopped reading) not: the chunks not started are
+    cancelled, and the workers end once their chunk is sent. Not killed: one killed while it
+    sent a result would leave the pool's reader of results waiting for the rest of it (the
+    parent holds the pipe's other end too), and the interpreter's exit waits for that reader."""
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 class _Helping:
@@ -279,7 +324,9 @@ class _Helping:
                 continue  # started (or done) in the pool: for good
             start = j * CHUNK
             try:
-                futures[j] = self.aid.submit(_prepare_chunk, list(self.jobs[start : start + CHUNK]))
+                with _spawning():
+                    part = list(self.jobs[start : start + CHUNK])
+                    futures[j] = self.aid.submit(_prepare_chunk, part)
             except _SUBMIT_FAILED:
                 self.aid = None  # no helper can run: the chunk is left for _recover
                 return False
@@ -301,6 +348,7 @@ class _Lone:
 def _serve(conn: Connection, parent_pid: int) -> None:
     """A lone worker's body: ``_STARTED``, then its jobs come, then each one's result (or the
     error ``prepare`` raised)."""
+    _ignore_interrupts()
     watch_parent(parent_pid)
     from contextgraph.sync import ingest
 
@@ -328,7 +376,8 @@ def _start(jobs: Sequence[Job], todo: list[int]) -> _Lone:
     mine, theirs = ctx.Pipe()
     process = ctx.Process(target=_serve, args=(theirs, os.getpid()), daemon=True)
     try:
-        process.start()
+        with _spawning():
+            process.start()
     finally:
         theirs.close()  # the child holds the only other end: its death reads as EOF here
     with contextlib.suppress(OSError):  # it is gone already: ``_take`` reads that and why
