@@ -52,6 +52,13 @@ RESCAN_SECONDS = 300.0  # how often a watcher syncs every source in full, whatev
 LOCK_TRY_SECONDS = 0.1  # how often a watcher's sync tries the lock another sync holds
 
 
+def _identity(path: Path | None) -> tuple[Path, int, int] | None:
+    if path is None:
+        return None
+    st = os.stat(path)
+    return path, st.st_dev, st.st_ino
+
+
 class _Stopped(BaseException):
     """Raised from a sync's progress once the watcher's stop is set (past ``except Exception``,
     which keeps a watcher alive through one bad batch)."""
@@ -89,6 +96,10 @@ class Watcher:
         self.on_state = on_state or (lambda message: log.info("%s", message))
         self._weights_checked = -math.inf  # time.monotonic() of the last weights check
         self._stop = threading.Event()  # run's own, once it runs
+        # The database file opened (path, device, inode), and why the watch ended if it was
+        # replaced or removed meanwhile (see _check_file).
+        self._file = _identity(graph.database_path)
+        self.gone: str | None = None
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -156,6 +167,7 @@ class Watcher:
                 now = time.monotonic()
                 if now - last_check >= self.poll_seconds:
                     last_check = now
+                    self._check_file()
                     self.refresh_weights(now)
                     if self._layout_changed(live, sources):
                         return
@@ -203,6 +215,7 @@ class Watcher:
         return root_gone
 
     def _sync(self, name: str, rels: set[str]) -> None:
+        self._check_file()
         try:
             report = sync_paths(
                 self.graph.engine,
@@ -221,6 +234,7 @@ class Watcher:
 
     def _catch_up(self, source: SourceInfo) -> None:
         """A full sync of a source: what changed while nobody watched it."""
+        self._check_file()
         try:
             report = run_sync(
                 self.graph.engine,
@@ -235,6 +249,29 @@ class Watcher:
             return
         if self.on_batch is not None:
             self.on_batch(Batch(source.name, report.scanned, report))
+
+    def _check_file(self) -> None:
+        """End the watch (:attr:`gone` says why) once the database file opened was replaced
+        or removed: its syncs went into a file nobody would read again, and what the folder
+        held never reached the one there now. Not reopened, as the MCP server does not: a
+        ``-wal`` the old file left behind would be read as the new one's."""
+        if self._file is None:
+            return
+        path, device, inode = self._file
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            gone = "removed"
+        else:
+            if (st.st_dev, st.st_ino) == (device, inode):
+                return
+            gone = "replaced"
+        self.gone = (
+            f"the database file {path} was {gone} while it was watched: start the watch again "
+            "to use the one there now"
+        )
+        self.on_state(self.gone)
+        raise _Stopped
 
     def _go_on(self, _done: int, _total: int) -> None:
         """A sync's progress, after each file: where a stop cuts it short."""

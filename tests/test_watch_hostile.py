@@ -115,6 +115,28 @@ def test_a_change_made_while_the_watcher_catches_up_is_synced(
         thread.join(timeout=20)
 
 
+def test_a_database_file_replaced_under_the_watcher_ends_the_watch(
+    watched: tuple[ContextGraph, Path], db_path: Path
+) -> None:
+    graph, vault = watched
+    running = Running(graph)
+    running.thread.start()
+    try:
+        wait_for(lambda: any(s.startswith("watching") for s in running.states))
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+        with ContextGraph.open(db_path) as fresh:  # rebuilt from scratch, at the same path
+            fresh.sync([vault])
+        (vault / "two.md").write_text("second note [[Beta]]\n", encoding="utf-8")
+        running.thread.join(timeout=30)
+        assert not running.thread.is_alive()
+        assert running.watcher.gone is not None and "was replaced" in running.watcher.gone
+        assert running.states[-1] == running.watcher.gone
+    finally:
+        running.stop.set()
+        running.thread.join(timeout=20)
+
+
 def test_a_stop_ends_a_wait_for_the_lock_another_sync_holds(
     watched: tuple[ContextGraph, Path], db_path: Path
 ) -> None:

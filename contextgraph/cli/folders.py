@@ -181,12 +181,15 @@ def watch(ctx: click.Context, paths: tuple[str, ...], name: str | None, debounce
         if not graph.sources():
             raise click.ClickException("no sources registered: give a PATH to watch")
         with stop.on_signals() as stopped:
-            Watcher(
+            watcher = Watcher(
                 graph,
                 debounce_ms=debounce_ms,
                 on_batch=on_batch,
                 on_state=lambda message: click.echo(shown(message), err=True),
-            ).run(stopped)
+            )
+            watcher.run(stopped)
+    if watcher.gone is not None:  # said already, as it happened
+        raise click.exceptions.Exit(1)
     click.echo("stopped", err=True)
     stop.exit_status(ctx)
 
