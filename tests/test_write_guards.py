@@ -214,3 +214,20 @@ def test_an_edit_that_changes_nothing_still_reads_a_file_changed_on_disk(
     same = graph.edit_note("seed.md", "replace_text", find="Seed", replace="Seed")
     assert same.action == "unchanged" and same.concepts == ("alpha", "delta")
     assert snapshot(graph) == fresh_snapshot(vault, tmp_path)
+
+
+def test_a_killed_writes_temporary_file_is_removed_by_the_next_write(
+    graph: ContextGraph, vault: Path
+) -> None:
+    import time
+
+    from contextgraph.sync.atomicfile import LEFTOVER_SECONDS
+
+    stale = vault / ".contextgraph-killed.tmp"  # what a write killed before its rename leaves
+    fresh = vault / ".contextgraph-running.tmp"  # a write still under way, elsewhere
+    for leftover in (stale, fresh):
+        leftover.write_bytes(b"half a note")
+    old = time.time() - LEFTOVER_SECONDS - 60
+    os.utime(stale, (old, old))
+    graph.write_note("next.md", "[[A]]\n")
+    assert not stale.exists() and fresh.exists()

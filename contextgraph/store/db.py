@@ -176,7 +176,11 @@ def make_engine(
     """
     url = path_or_url if isinstance(path_or_url, URL) else database_url(path_or_url)
     if url.get_backend_name() == "postgresql":
-        return _make_pg_engine(url, busy_timeout_ms=busy_timeout_ms)
+        from contextgraph.store.pgengine import make_pg_engine
+
+        engine = make_pg_engine(url, busy_timeout_ms=busy_timeout_ms)
+        _engines.add(engine)
+        return engine
     if url.get_backend_name() != "sqlite":
         raise DatabaseError(
             f"only SQLite and PostgreSQL databases are supported, not {url.get_backend_name()}"
@@ -247,69 +251,8 @@ def make_engine(
     return engine
 
 
-# The writers' advisory lock key (any 64-bit number; this one spells "cg-write").
-WRITE_LOCK_KEY = 0x63672D7772697465  # (the sync lock's key is in contextgraph.store.pglock)
 # SQLSTATEs a writer retries: serialization_failure, deadlock_detected.
 _RETRY_SQLSTATES = frozenset({"40001", "40P01"})
-# Connections per process: an MCP server's threads plus a sync (its lock session is separate).
-PG_POOL_SIZE = 5
-PG_MAX_OVERFLOW = 10
-
-
-def _make_pg_engine(url: Any, *, busy_timeout_ms: int) -> Engine:
-    """An engine on a PostgreSQL server through psycopg 3, with our two transaction kinds."""
-    if url.get_driver_name() not in ("psycopg", "psycopg2", ""):
-        raise DatabaseError(f"PostgreSQL is reached through psycopg 3, not {url.get_driver_name()}")
-    try:
-        import psycopg  # noqa: F401
-    except ImportError as exc:
-        raise DatabaseError(
-            'PostgreSQL needs psycopg 3: pip install "contextgraph[postgres]"'
-        ) from exc
-    url = url.set(drivername="postgresql+psycopg")
-    engine = create_engine(
-        url,
-        pool_size=PG_POOL_SIZE,
-        max_overflow=PG_MAX_OVERFLOW,
-        pool_timeout=max(30.0, busy_timeout_ms / 1000),
-        pool_pre_ping=True,
-        connect_args={"application_name": "contextgraph", "connect_timeout": 10},
-    )
-
-    @event.listens_for(engine, "before_cursor_execute", retval=True)
-    def _driver_sql(
-        _conn: Any, _cursor: Any, statement: str, parameters: Any, context: Any, _many: bool
-    ) -> tuple[str, Any]:
-        # Driver-level text compiled for SQLite (sqlcore.driver_sql) runs as PostgreSQL's own.
-        if context is not None and context.compiled is None:
-            from contextgraph.store.dialect import translate
-
-            statement = translate(statement, "postgresql")
-        return statement, parameters
-
-    @event.listens_for(engine, "handle_error")
-    def _on_error(context: Any) -> None:
-        # PostgreSQL text cannot hold NUL, so no stored name or text contains one (SQLite's do
-        # not either: a file with NUL bytes is refused as binary). Input with a NUL is a clear
-        # argument error here, never a driver traceback.
-        if "cannot contain NUL" in str(context.original_exception):
-            from contextgraph.errors import InvalidArgument
-
-            raise InvalidArgument("the text holds a NUL (0x00) character, which PostgreSQL refuses")
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        options = conn.get_execution_options()
-        if options.get("contextgraph_write", False):
-            wait_ms = int(float(options.get("contextgraph_wait", 120.0)) * 1000)
-            conn.exec_driver_sql(f"SET LOCAL lock_timeout = {max(1, wait_ms)}")
-            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")
-            conn.exec_driver_sql("SET LOCAL lock_timeout = 0")
-        else:
-            conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-
-    _engines.add(engine)
-    return engine
 
 
 def _sqlstate(exc: BaseException) -> str | None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,6 +43,7 @@ from contextgraph.store import db, nowrite
 from contextgraph.store.identity import URI_PREFIX, content_hash, file_uri
 from contextgraph.store.models import T_ENTITIES, T_FILES, T_MENTIONS, T_SOURCES
 from contextgraph.store.sources import SourceInfo, get_source, list_sources
+from contextgraph.sync.atomicfile import atomic_write, fsync_folder
 from contextgraph.sync.noteedits import BOM, FRONTMATTER, OPERATIONS, edited
 from contextgraph.sync.run import SyncReport, lock_database, sync_paths
 from contextgraph.sync.scan import SKIPPED_DIRS, file_kind, scannable
@@ -156,7 +156,7 @@ def write_note(
         _check_expected(current, expected_hash, rel)
         with _file_errors(rel):
             _make_folders(info, rel, database)
-            _atomic_write(target, data)
+            atomic_write(target, data)
         report = sync_paths(engine, settings, info.name, [rel], locked=True, reread=True)
     action: Action = "created" if current is None else "replaced"
     return _result(engine, info, rel, action, content_hash(data), report)
@@ -205,7 +205,7 @@ def edit_note(
             action: Action = "unchanged"
         else:
             with _file_errors(row.path):
-                _atomic_write(target, data)
+                atomic_write(target, data)
             report = sync_paths(engine, settings, info.name, [row.path], locked=True, reread=True)
             action = "edited"
     return _result(engine, info, row.path, action, content_hash(data), report)
@@ -246,8 +246,8 @@ def move_note(
         with _file_errors(rel):
             _make_folders(info, rel, database)
             os.rename(source_path, target)
-            _fsync_folder(os.path.dirname(target))
-            _fsync_folder(os.path.dirname(source_path))
+            fsync_folder(os.path.dirname(target))
+            fsync_folder(os.path.dirname(source_path))
         report = sync_paths(engine, settings, info.name, [row.path, rel], locked=True)
     return _result(
         engine,
@@ -277,7 +277,7 @@ def delete_note(
         lexical = os.path.join(os.path.realpath(info.root), row.path)
         with _file_errors(row.path):
             os.unlink(lexical)
-            _fsync_folder(os.path.dirname(lexical))
+            fsync_folder(os.path.dirname(lexical))
         report = sync_paths(engine, settings, info.name, [row.path], locked=True)
     return Written(
         action="deleted",
@@ -466,56 +466,6 @@ def _check_expected(current: bytes | None, expected_hash: str | None, rel: str) 
             f"{rel} changed since it was read (hash {actual}, expected {expected_hash[:64]!r}): "
             "read it again and redo the change"
         )
-
-
-def _atomic_write(target: str, data: bytes) -> None:
-    """Replace ``target`` with ``data`` all at once: a reader sees the old file or the new one."""
-    folder = os.path.dirname(target)
-    try:
-        mode = os.stat(target).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()  # what open() would give a new file
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".contextgraph-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    _fsync_folder(folder)
-
-
-def _umask() -> int:
-    """This process's umask: read from ``/proc`` where Linux tells it, else set and put back."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass  # no /proc: ask os.umask below
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _fsync_folder(folder: str) -> None:
-    """Make a rename or unlink in ``folder`` durable (a no-op where folders cannot be opened)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some file systems refuse fsync on a folder; the rename itself already happened
-    finally:
-        os.close(fd)
 
 
 # -- results ---------------------------------------------------------------------------------
