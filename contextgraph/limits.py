@@ -66,9 +66,9 @@ class Length:
         return value
 
 
-# The longest concept name the setting ``max_concept_length`` may allow (SPEC §2's default is
-# 200): four bytes a character, a concept's key still fits PostgreSQL's index entries.
-MAX_CONCEPT_LENGTH = 500
+# The longest concept name (SPEC §2): longer names are dropped; the setting
+# ``max_concept_length`` may lower it.
+MAX_CONCEPT_LENGTH = 200
 
 # BuildContext (SPEC §5). Depth 0 and 1 give direct relations only.
 CONTEXT_DEPTH = Bound("depth", 0, 5)

@@ -19,6 +19,12 @@ from typing import Any
 from contextgraph import limits
 from contextgraph.errors import InvalidArgument
 
+# Raised whenever extracting a file gives other facts for the same bytes (contextgraph.sync.ingest,
+# contextgraph.notes, contextgraph.graph.searchterms, contextgraph.code): stored files are then
+# read again (Settings.extraction_key). 2: search words without fenced headings (6031991) or
+# number-unit spellings (5891f4a), concept names bounded by max_concept_length.
+EXTRACTION_VERSION = 2
+
 DECAY_MODELS = ("power-law", "exponential")
 COMMUNITY_ALGORITHMS = ("louvain", "leiden")
 
@@ -144,6 +150,14 @@ class Settings:
                 where = (origin or {}).get(name)
                 raise InvalidArgument(f"{f'{where} ({name})' if where else name} must be > 0")
         return self
+
+    def extraction_key(self) -> str:
+        """What the facts stored of a file depend on besides its bytes: the extraction code's
+        version and the settings it reads. A source whose files were stored under another key
+        is read again in full by its next sync (:mod:`contextgraph.sync.run`), so the store
+        stays what a fresh sync would make (SPEC §3) after an upgrade or a changed limit."""
+        limits_used = (self.max_file_bytes, self.max_concepts_per_file, self.max_concept_length)
+        return ":".join(str(part) for part in (EXTRACTION_VERSION, *limits_used))
 
     def current_time(self) -> datetime:
         """Return the injected *now* or the wall clock, timezone-aware in UTC."""

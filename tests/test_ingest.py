@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from contextgraph import ContextGraph
-from contextgraph.notes.wikilinks import extract_note
+from contextgraph.notes.wikilinks import MAX_CONCEPT_LENGTH, extract_note
 from contextgraph.store.identity import content_hash
 from contextgraph.sync.ingest import Job, prepare
 
@@ -119,10 +119,10 @@ def test_a_file_that_grew_after_fstat_is_read_to_its_end_or_refused(
         assert exact.status == "new" and exact.text == body
 
 
-def _fails_on_poison(text: str) -> object:
+def _fails_on_poison(text: str, max_length: int = MAX_CONCEPT_LENGTH) -> object:
     if "POISON" in text:
         raise IndexError("list index out of range")
-    return extract_note(text)  # the real one: the module's name is what the tests replace
+    return extract_note(text, max_length)  # the real one: the module's name is what is replaced
 
 
 def test_an_unexpected_error_in_extraction_fails_that_file_only(

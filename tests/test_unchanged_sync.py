@@ -136,8 +136,9 @@ def test_a_relative_path_and_a_home_path_name_their_source(
 def test_scan_problems_and_files_too_large_fail_alike(
     synced: Path, vault: Path, fast: Run, full: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (vault / "big.md").write_text("[[Alpha]] " * 50, encoding="utf-8")
     monkeypatch.setenv("CONTEXTGRAPH_MAX_FILE_BYTES", "100")
+    assert full("sync")[0] == 0  # its files stored under that limit (another extraction key)
+    (vault / "big.md").write_text("[[Alpha]] " * 50, encoding="utf-8")
     os.mkdir(os.path.join(os.fsencode(vault), b"bad\xffname"))
     code, out, err = fast("sync")
     assert code == 0
@@ -255,6 +256,7 @@ def test_its_sql_is_the_text_of_the_statements_it_copies() -> None:
     statements = {
         "revision": select(table("alembic_version", column("version_num")).c.version_num),
         "sources": _SOURCE_ROWS,
+        "meta_value": meta._get_statement(),
         "stale_marks": meta.stale_marks_statement(),
         "files": _source_files_query(),
         **{

@@ -39,7 +39,9 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-MAX_CONCEPT_LENGTH = 200
+from contextgraph import limits
+
+MAX_CONCEPT_LENGTH = limits.MAX_CONCEPT_LENGTH
 ATTACHMENT_EXTENSIONS: frozenset[str] = frozenset(
     {
         "png",

@@ -165,18 +165,23 @@ class NoteFacts:
     body_start: int
 
 
-def extract_note(text: str) -> NoteFacts:
-    """Extract concepts with mention counts, title, created date and warnings from a note."""
+def extract_note(text: str, max_length: int = MAX_CONCEPT_LENGTH) -> NoteFacts:
+    """Extract concepts with mention counts, title, created date and warnings from a note.
+
+    ``max_length``: concept names longer than this are dropped (and counted so), as every name
+    over :data:`MAX_CONCEPT_LENGTH` is (the setting ``max_concept_length``)."""
     title, created, body_start, warnings = read_frontmatter(text)
     start = body_start or (1 if text.startswith("\ufeff") else 0)
     if text.find("[[", start) >= 0 and fast_path_ok(text, start):
         concepts, dropped = count_concepts_fast(text, start)
-        return NoteFacts(concepts, title, created, dropped, tuple(warnings), body_start)
-    concepts = {}
-    dropped = 0
-    for link in _find_links_from(text, start):
-        if link.concept:
-            concepts[link.concept] = concepts.get(link.concept, 0) + 1
-        elif not is_attachment(link.target):
-            dropped += 1
+    else:
+        concepts, dropped = {}, 0
+        for link in _find_links_from(text, start):
+            if link.concept:
+                concepts[link.concept] = concepts.get(link.concept, 0) + 1
+            elif not is_attachment(link.target):
+                dropped += 1
+    if max_length < MAX_CONCEPT_LENGTH:
+        for name in [name for name in concepts if len(name) > max_length]:
+            dropped += concepts.pop(name)
     return NoteFacts(concepts, title, created, dropped, tuple(warnings), body_start)

@@ -11,6 +11,8 @@ one place:
 - ``graph_version`` — a random token every writer that changes concepts, relations, reference
   times or communities replaces in its transaction; readers' caches are valid for one version.
 - ``community_next_id`` — the high-water mark of community ids, so no id is ever given twice.
+- ``extracted:<source id>`` — the extraction key its files are stored under
+  (``Settings.extraction_key``): a sync that finds another one reads them all again.
 
 Functions take a :class:`~sqlalchemy.Connection` inside the caller's transaction and never open
 or commit one themselves.
@@ -36,6 +38,11 @@ COMMUNITIES = "communities"  # the stale-mark name of the community partition
 def code_graph(source_id: int) -> str:
     """The stale-mark name of the code graph of one source."""
     return f"codegraph:{source_id}"
+
+
+def extracted(source_id: int) -> str:
+    """The key under which a source's files were last extracted (``Settings.extraction_key``)."""
+    return f"extracted:{source_id}"
 
 
 def get(conn: Connection, key: str) -> str | None:

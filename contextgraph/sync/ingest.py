@@ -11,6 +11,7 @@ import stat
 from typing import Literal, NamedTuple
 
 from contextgraph.graph.searchterms import identifier_parts, meta_terms_of
+from contextgraph.limits import MAX_CONCEPT_LENGTH
 from contextgraph.store.identity import content_hash, nonblocking
 from contextgraph.sync.scan import inside
 
@@ -31,6 +32,7 @@ class Job(NamedTuple):
     known_hash: str | None
     max_bytes: int
     root: str | None = None  # the source's real folder: what is read must lie inside it
+    max_concept_length: int = MAX_CONCEPT_LENGTH  # the setting: longer names are dropped
 
 
 class Prepared(NamedTuple):
@@ -150,7 +152,7 @@ def _extract(job: Job, data: bytes, size: int, mtime_ns: int, digest: str) -> Pr
 def _prepare_note(job: Job, text: str, warnings: list[str], common: dict[str, object]) -> Prepared:
     from contextgraph.notes.wikilinks import extract_note
 
-    facts = extract_note(text)
+    facts = extract_note(text, job.max_concept_length)
     warnings.extend(facts.warnings)
     created = facts.created.timestamp() if facts.created is not None else None
     return Prepared(

@@ -170,8 +170,8 @@ def sync_paths(
             # A path the store knows as a folder, now gone or a file (a folder named like a
             # note, ``Node.js``, moved away): its files are known only to a full sync.
             folded = stored_under(conn, info.id, asked)
-        if folded:
-            picked = None
+        if folded or _extraction_due(engine, settings, info) is not None:
+            picked = None  # a full sync of the source: see folded, and _extraction_due
     if picked is None:
         plan = _plan(engine, settings, info, exclude, report)
     else:
@@ -210,6 +210,7 @@ def forget_source(engine: Engine, settings: Settings, source: SourceInfo) -> Syn
         with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
             conn.execute(delete(T_SOURCES).where(T_SOURCES.c.id == source.id))
             meta.clear_stale(conn, meta.code_graph(source.id))
+            meta.remove(conn, meta.extracted(source.id))
         _finish(engine, settings, [], report)
     report.phases["total"] = time.perf_counter() - started
     return report
@@ -304,6 +305,7 @@ class _Plan:
     jobs: list[Job] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     handed_seconds: float = 0.0  # a scan made before the sync began (_plan), counted in its time
+    extraction: str | None = None  # the extraction key to record once the files are applied
 
 
 def _plan(
@@ -336,6 +338,7 @@ def _plan(
         if once_found is not None and len(scanned.files) >= once_found[0]:
             once_found[1]()
     report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t + seconds
+    extraction = _extraction_due(engine, settings, source)
     problems = [Problem(source.name, path, reason) for path, reason in scanned.problems]
     files = [f for f in scanned.files if fits_index(engine, f.path)]
     if len(files) < len(scanned.files):
@@ -349,9 +352,18 @@ def _plan(
         handed_seconds=seconds,
         files=files,
         existing=existing,
-        jobs=_jobs(files, existing, settings, False, source.root),
+        jobs=_jobs(files, existing, settings, False, source.root, again=extraction is not None),
         problems=problems,
+        extraction=extraction,
     )
+
+
+def _extraction_due(engine: Engine, settings: Settings, source: SourceInfo) -> str | None:
+    """:meth:`Settings.extraction_key`, when ``source``'s files were stored under another one
+    (every file is then extracted anew, and the key recorded); None when under this one."""
+    with db.read(engine) as conn:
+        stored = meta.get(conn, meta.extracted(source.id))
+    return None if stored == settings.extraction_key() else settings.extraction_key()
 
 
 def _reconcile(
@@ -401,15 +413,9 @@ def _reconcile(
 
     for done, prepared in enumerate(extraction.take(len(jobs)), 1):
         op = _classify(prepared, existing.get(prepared.path), by_hash, gone, source, report)
-        if len(prepared.concepts) > settings.max_concepts_per_file:
-            report.warnings.append(
-                Problem(
-                    source.name,
-                    prepared.path,
-                    f"{len(prepared.concepts)} distinct concepts (over "
-                    f"{settings.max_concepts_per_file}): mentions kept, no pairs added",
-                )
-            )
+        if (count := len(prepared.concepts)) > (most := settings.max_concepts_per_file):
+            why = f"{count} distinct concepts (over {most}): mentions kept, no pairs added"
+            report.warnings.append(Problem(source.name, prepared.path, why))
         if op is not None:
             pending.append(op)
         if len(pending) >= settings.batch_files:
@@ -424,6 +430,10 @@ def _reconcile(
             flush()
     if pending:
         flush()
+    if plan.extraction is not None:  # every file of the source is stored under it now
+        nowrite.check("record how its files were read")
+        with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
+            meta.put(conn, meta.extracted(source.id), plan.extraction)
     report.phases["files"] = report.phases.get("files", 0.0) + time.perf_counter() - t
     return deferred
 
@@ -436,11 +446,7 @@ def _may_read_refusing(jobs: list[Job], existing: dict[str, Existing]) -> bool:
     a note that fails at every sync (a binary ``.md``) is never stored, so every sync reads it
     again and writes nothing for it. Any that would be stored stops the sync at its write.
     """
-    return (
-        nowrite.active()
-        and len(jobs) <= MAX_READS
-        and not any(job.path in existing for job in jobs)
-    )
+    return nowrite.active() and len(jobs) <= MAX_READS and all(j.path not in existing for j in jobs)
 
 
 def _jobs(
@@ -449,15 +455,18 @@ def _jobs(
     settings: Settings,
     reread: bool,
     root: Path,
+    again: bool = False,
 ) -> list[Job]:
     """The files to read: new ones, and stored ones whose size, mtime or kind changed (each
-    read only where it still lies inside ``root``, the source folder)."""
+    read only where it still lies inside ``root``, the source folder); with ``reread`` every
+    one, and with ``again`` every one extracted anew, the same hash or not (_extraction_due)."""
     get = existing.get
     changed = [  # the mtime first: it is what differs when anything does
         (f, old)
         for f in files
         if (old := get(f.path)) is None
         or reread
+        or again
         or old.mtime_ns != f.mtime_ns
         or old.size != f.size
         or old.kind != f.kind
@@ -473,9 +482,10 @@ def _jobs(
             f.path,
             f.abspath,
             f.kind,
-            old.hash if old and old.kind == f.kind else None,
+            old.hash if old and old.kind == f.kind and not again else None,
             limit,
             real_root,
+            settings.max_concept_length,
         )
         for f, old in changed
     ]

@@ -14,6 +14,8 @@ that the full sync would write nothing:
   with no derived state marked stale (a cold load, a code graph, the communities) and the
   precomputed weight lists off (``CONTEXTGRAPH_WEIGHTS_MIN_NOTES`` 0);
 - no other sync holds the database's sync lock (else the full sync waits, or says so);
+- every chosen source's files were stored under this run's extraction key
+  (:meth:`contextgraph.settings.Settings.extraction_key`, meta ``extracted:<id>``);
 - every chosen source's folder is there, no stored file is gone or changed in size, mtime or
   kind, and every file the store lacks is one the sync would report as failed (a binary file, one
   too large: a failed file is not stored, so every sync reads it again and reports it again).
@@ -66,6 +68,8 @@ SQL: dict[str, tuple[str, dict[str, Any]]] = {
     "revision": ("SELECT alembic_version.version_num \nFROM alembic_version", {}),
     # contextgraph.store.sources._SOURCE_ROWS
     "sources": ("SELECT sources.id, sources.name, sources.root \nFROM sources", {}),
+    # contextgraph.store.meta._get_statement (meta.get)
+    "meta_value": ('SELECT meta.value \nFROM meta \nWHERE meta."key" = :key', {"key": None}),
     # contextgraph.store.meta.stale_marks_statement
     "stale_marks": (
         'SELECT meta."key" \nFROM meta \nWHERE (meta."key" LIKE :key_1 || \'%\') '
@@ -243,6 +247,9 @@ def _sync_source(
     report.sources.append(name)
     if not root.is_dir():
         raise _Changed  # the full sync reports the missing folder and exits 1
+    key = f"extracted:{source_id}"  # meta.extracted
+    if _rows(conn, "meta_value", key=key) != [(settings.extraction_key(),)]:
+        raise _Changed  # stored under another extraction key: every file is read again
     scanned, rows = _walk(conn, db_path, source_id, root, scans)
     for rel, reason in scanned.problems:
         report.failed.append(Problem(name, rel, reason))
@@ -288,7 +295,8 @@ def _read_failing(
     from contextgraph.sync.ingest import Job, prepare
 
     for f in files:
-        prepared = prepare(Job(f.path, f.abspath, f.kind, None, settings.max_file_bytes))
+        limits = (settings.max_file_bytes, None, settings.max_concept_length)
+        prepared = prepare(Job(f.path, f.abspath, f.kind, None, *limits))
         if prepared.status != "failed":
             raise _Changed  # a new file to store
         report.warnings.extend(Problem(source, f.path, w) for w in prepared.warnings)

@@ -1,0 +1,80 @@
+"""A store stays what a fresh sync would make when what extraction depends on changes: the
+settings it reads, or the extraction code itself (SPEC §3; a hunt, stop 43)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import Writer, snapshot
+
+from contextgraph import ContextGraph, Settings
+from contextgraph.store import db, meta
+
+
+def fresh(tmp_path: Path, vault: Path, settings: Settings) -> dict[str, object]:
+    with ContextGraph.open(tmp_path / "fresh.db", settings=settings) as graph:
+        graph.sync([vault])
+        return snapshot(graph)
+
+
+@pytest.fixture
+def notes(vault: Path, write: Writer) -> Path:
+    write("a.md", "# A\n[[x]] [[y]] [[z]] and padding text " + "." * 80 + "\n")
+    write("b.md", "# B\n[[x]] [[y]] [[a-rather-long-concept-name]]\n")
+    write("c.md", "# C\n[[y]] [[z]]\n")
+    return vault
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"max_file_bytes": 100},
+        {"max_concepts_per_file": 2},
+        {"max_concept_length": 10},
+    ],
+    ids=lambda c: next(iter(c)),
+)
+def test_a_changed_extraction_setting_reaches_the_files_stored_before(
+    db_path: Path, tmp_path: Path, notes: Path, changed: dict[str, int]
+) -> None:
+    with ContextGraph.open(db_path) as graph:
+        graph.sync([notes])
+    settings = Settings().replace(**changed)
+    with ContextGraph.open(db_path, settings=settings) as graph:
+        report = graph.sync()
+        assert snapshot(graph) == fresh(tmp_path, notes, settings)
+        assert graph.sync().unchanged == 3 - len(report.failed)  # recorded: not read again
+    with ContextGraph.open(db_path) as graph:  # and back
+        graph.sync()
+        assert snapshot(graph) == fresh(tmp_path / "back", notes, Settings())
+
+
+def test_max_concept_length_drops_longer_names_and_counts_them(db_path: Path, notes: Path) -> None:
+    with ContextGraph.open(db_path, settings=Settings(max_concept_length=10)) as graph:
+        report = graph.sync([notes])
+        assert report.dropped_links == 1
+        assert graph.build_context("a-rather-long-concept-name").direct_relations == ()
+        assert {r.name for r in graph.build_context("x").direct_relations} == {"y", "z"}
+
+
+def test_files_stored_by_another_extraction_are_extracted_again(
+    db_path: Path, tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextgraph.sync import ingest
+
+    real = ingest.meta_terms_of
+    with monkeypatch.context() as patch:  # an older extraction: other search words
+        patch.setattr(ingest, "meta_terms_of", lambda *a: real(*a) + "\nlegacyword")
+        with ContextGraph.open(db_path) as graph:
+            graph.sync([notes])
+            assert graph.search("legacyword").total == 3
+    with ContextGraph.open(db_path) as graph:
+        with db.write(graph.engine) as conn:  # a store from before keys were recorded
+            for source in graph.sources():
+                meta.remove(conn, meta.extracted(source.id))
+        report = graph.sync()
+        assert report.updated == 3
+        assert graph.search("legacyword").total == 0
+        assert snapshot(graph) == fresh(tmp_path, notes, Settings())
+        assert graph.doctor().ok
