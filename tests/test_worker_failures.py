@@ -537,7 +537,10 @@ def test_ctrl_c_ends_a_pooled_sync_at_once_quietly_and_frees_its_lock(tmp_path: 
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.communicate()
-        assert proc.returncode in (0, 130), (pause, proc.returncode, err)
+        # 130, or killed by SIGINT itself: Python 3.11 exits so after a Ctrl-C that came while
+        # an import ran code through exec() (a dataclass's methods), however it was handled;
+        # a shell reports both as 130.
+        assert proc.returncode in (0, 130, -signal.SIGINT), (pause, proc.returncode, err)
         assert "Traceback" not in err, (pause, err)
         done = subprocess.run(
             [

@@ -86,10 +86,26 @@ class Group(click.Group):
             quiet_closed_stdout()
             raise click.exceptions.Exit(0) from None
         except Exception as exc:  # no traceback reaches a CLI user
+            if _interrupted(exc):  # Ctrl-C while a class was made (Python wraps it there)
+                click.echo("interrupted", err=True)
+                raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
             if _is_driver_error(exc):  # the driver's message only: never the SQL statement
                 raise click.ClickException(shown(f"database error: {exc.orig}")) from None  # type: ignore[attr-defined]
             message = f"unexpected error: {type(exc).__name__}: {exc}"
             raise click.ClickException(shown(message)) from None
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` was caused by Ctrl-C: Python 3.11 turns a KeyboardInterrupt raised while
+    a class is created (a dataclass's ``__set_name__``, during an import) into a RuntimeError."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _is_driver_error(exc: Exception) -> bool:
