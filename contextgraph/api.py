@@ -287,7 +287,7 @@ class ContextGraph:
         self,
         query: str,
         *,
-        limit: int = 10,
+        limit: int | None = None,
         page: int = 1,
         source: str | None = None,
         folder: str | None = None,
@@ -303,7 +303,7 @@ class ContextGraph:
                 clean_name(query),
                 settings=self.settings,
                 now=self._now(now),
-                limit=limit,
+                limit=self.settings.search_limit if limit is None else limit,
                 page=page,
                 source=None if source is None else clean_name(source),
                 folder=None if folder is None else clean(folder),
@@ -314,8 +314,8 @@ class ContextGraph:
         self,
         query: str,
         *,
-        k: int = 10,
-        budget_tokens: int = 6000,
+        k: int | None = None,
+        budget_tokens: int | None = None,
         source: str | None = None,
         now: datetime | str | None = None,
     ) -> Retrieval:
@@ -328,8 +328,10 @@ class ContextGraph:
                 clean_name(query),
                 settings=self.settings,
                 now=self._now(now),
-                k=k,
-                budget_tokens=budget_tokens,
+                k=self.settings.retrieve_k if k is None else k,
+                budget_tokens=(
+                    self.settings.retrieve_budget_tokens if budget_tokens is None else budget_tokens
+                ),
                 source=None if source is None else clean_name(source),
             )
 
@@ -346,10 +348,15 @@ class ContextGraph:
             retry_seconds=self.settings.lock_retry_seconds,
         )
 
-    def visualize(self, concept: str, *, depth: int = 2, max_nodes: int = 30) -> str:
-        """A Mermaid flowchart of the concept's neighbourhood."""
+    def visualize(
+        self, concept: str, *, depth: int | None = None, max_nodes: int | None = None
+    ) -> str:
+        """A Mermaid flowchart of the concept's neighbourhood (depth and size: the settings'
+        ``visualize_depth`` and ``visualize_max_nodes`` unless given)."""
         from contextgraph.graph.visualize import visualize
 
+        depth = self.settings.visualize_depth if depth is None else depth
+        max_nodes = self.settings.visualize_max_nodes if max_nodes is None else max_nodes
         with db.read(self.engine) as conn:
             name = NAME.check(clean_name(concept))
             return visualize(conn, name, depth=depth, max_nodes=max_nodes)

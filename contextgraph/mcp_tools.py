@@ -311,7 +311,7 @@ def sync(
 def search_memories(
     ctx: Context,
     query: Annotated[SearchQuery, Field(description='Words and/or "quoted phrases".')],
-    limit: Annotated[int, bounded(limits.SEARCH_LIMIT, "Hits per page.")] = 10,
+    limit: Annotated[int | None, bounded(limits.SEARCH_LIMIT, "Hits per page.")] = None,
     page: Annotated[int, bounded(limits.SEARCH_PAGE, "Page number, from 1.")] = 1,
     source: SourceFilter = None,
     folder: Annotated[
@@ -336,7 +336,8 @@ def search_memories(
     times recency, so recent and recently read notes rank higher. Page through with page=2,
     3, ... while total says there are more.
 
-    Parameters: query (required); limit 1-100 (default 10); page 1-1000000 (default 1);
+    Parameters: query (required); limit 1-100 (default: the server's setting, normally 10);
+    page 1-1000000 (default 1);
     all_words (default false);
     source: only files of this source; folder: only files under this folder of a source
     (e.g. "engineering/ml").
@@ -362,10 +363,11 @@ def retrieve(
         Query,
         Field(description="A question or task in plain words, e.g. a bug report or commit title."),
     ],
-    k: Annotated[int, bounded(limits.RETRIEVE_K, "Files and notes to return.")] = 10,
+    k: Annotated[int | None, bounded(limits.RETRIEVE_K, "Files and notes to return.")] = None,
     budget_tokens: Annotated[
-        int, bounded(limits.RETRIEVE_BUDGET_TOKENS, "Most tokens of excerpts (characters / 4).")
-    ] = 6000,
+        int | None,
+        bounded(limits.RETRIEVE_BUDGET_TOKENS, "Most tokens of excerpts (characters / 4)."),
+    ] = None,
     source: SourceFilter = None,
 ) -> Annotated[CallToolResult, RetrieveResult]:
     """Find the files and notes a question needs: the best first tool for a coding question.
@@ -378,8 +380,9 @@ def retrieve(
     ranks everything by one score. Widely shared hubs (a logger every file imports) are
     down-weighted. It never changes anything.
 
-    Parameters: query (required); k 1-50 (default 10): how many files and notes;
-    budget_tokens 100-100000 (default 6000): excerpts stop once they would pass this many
+    Parameters: query (required); k 1-50 (default: the server's setting, normally 10): how
+    many files and notes; budget_tokens 100-100000 (default: the setting, normally 6000):
+    excerpts stop once they would pass this many
     tokens (estimated as characters / 4; the first item always keeps one, cut to fit);
     source: only files of this source.
 
@@ -428,8 +431,10 @@ def read_memory(
 def visualize(
     ctx: Context,
     concept_name: Annotated[EntityName, Field(description="The concept at the centre.")],
-    depth: Annotated[int, bounded(limits.VISUALIZE_DEPTH, "Hops from the concept.")] = 2,
-    max_nodes: Annotated[int, bounded(limits.VISUALIZE_MAX_NODES, "Most concepts drawn.")] = 30,
+    depth: Annotated[int | None, bounded(limits.VISUALIZE_DEPTH, "Hops from the concept.")] = None,
+    max_nodes: Annotated[
+        int | None, bounded(limits.VISUALIZE_MAX_NODES, "Most concepts drawn.")
+    ] = None,
 ) -> Annotated[CallToolResult, VisualizeResult]:
     """Draw a concept's neighbourhood as a Mermaid flowchart.
 
@@ -438,7 +443,8 @@ def visualize(
     community is a subgraph; the concept itself is highlighted. Show the text to the user in
     a ```mermaid block. For the data itself (scores, notes), use build_context instead.
 
-    Parameters: concept_name (required); depth 1-5 (default 2); max_nodes 5-100 (default 30).
+    Parameters: concept_name (required); depth 1-5 (default: the server's setting, normally 2);
+    max_nodes 5-100 (default: the setting, normally 30).
 
     Returns concept (as given) and mermaid (the flowchart source, starting with "flowchart");
     the text content is the flowchart itself. An unknown concept gives a one-node diagram.

@@ -65,6 +65,12 @@ class Settings:
     # the sync that changes the graph (contextgraph.graph.weights); 0 (the default) turns it off: it
     # halves a cold BuildContext but adds seconds to every graph-changing sync (see CHANGELOG).
     weights_min_notes: int = 0
+    # Search, retrieval and pictures (SPEC §9, §13): what a call that names none asks for.
+    search_limit: int = 10
+    retrieve_k: int = 10
+    retrieve_budget_tokens: int = 6000
+    visualize_depth: int = 2
+    visualize_max_nodes: int = 30
     # Communities (SPEC §6).
     community_algorithm: str = "louvain"
     # With the default algorithm, graphs of at least this many edges use Leiden instead: at
@@ -200,6 +206,16 @@ RANGES: dict[str, tuple[float, float]] = {
     "depth": (limits.CONTEXT_DEPTH.low, limits.CONTEXT_DEPTH.high),
     "max_entities": (limits.CONTEXT_MAX_ENTITIES.low, limits.CONTEXT_MAX_ENTITIES.high),
     "expansion_frontier": (0, 1000),
+    **{
+        name: (bound.low, bound.high)
+        for name, bound in (
+            ("search_limit", limits.SEARCH_LIMIT),
+            ("retrieve_k", limits.RETRIEVE_K),
+            ("retrieve_budget_tokens", limits.RETRIEVE_BUDGET_TOKENS),
+            ("visualize_depth", limits.VISUALIZE_DEPTH),
+            ("visualize_max_nodes", limits.VISUALIZE_MAX_NODES),
+        )
+    },
     "preview_chars": (0, 100_000),
     "community_min_shared": (0, 1_000_000),
     "community_min_overlap": (0.0, 1.0),

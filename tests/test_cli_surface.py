@@ -128,3 +128,31 @@ def test_json_output_refuses_a_value_that_is_no_json() -> None:
     assert json.loads(json_text({"x": 1.5})) == {"x": 1.5}
     with pytest.raises(ValueError):
         json_text({"x": float("nan")})
+
+
+def test_the_defaults_of_search_retrieve_and_visualize_are_settings(
+    db_path: Path, vault: Path, write: Writer
+) -> None:
+    for i in range(8):
+        write(f"n{i}.md", f"# Note {i}\nshared words [[Alpha]] [[Beta{i}]]\n")
+    assert run(db_path, "sync", str(vault))[0] == 0
+    env = {
+        "CONTEXTGRAPH_SEARCH_LIMIT": "2",
+        "CONTEXTGRAPH_RETRIEVE_K": "3",
+        "CONTEXTGRAPH_RETRIEVE_BUDGET_TOKENS": "150",
+        "CONTEXTGRAPH_VISUALIZE_MAX_NODES": "5",
+        "CONTEXTGRAPH_VISUALIZE_DEPTH": "1",
+    }
+    _, out, _ = run(db_path, "search", "shared words", "--json", env=env)
+    assert len(json.loads(out)["hits"]) == 2 and json.loads(out)["limit"] == 2
+    _, out, _ = run(db_path, "search", "shared words", "--json", "--limit", "3", env=env)
+    assert len(json.loads(out)["hits"]) == 3  # the flag wins
+    _, out, _ = run(db_path, "retrieve", "shared words", "--json", env=env)
+    answer = json.loads(out)
+    assert (answer["k"], answer["budgetTokens"], len(answer["items"])) == (3, 150, 3)
+    _, picture, _ = run(db_path, "visualize", "alpha", env=env)
+    assert picture == run(db_path, "visualize", "alpha", "--depth", "1", "--max-nodes", "5")[1]
+    assert picture != run(db_path, "visualize", "alpha")[1]
+    bad = {"CONTEXTGRAPH_SEARCH_LIMIT": "101"}
+    code, _, err = run(db_path, "search", "x", env=bad)
+    assert code == 1 and "CONTEXTGRAPH_SEARCH_LIMIT (search_limit) must be between 1 and 100" in err

@@ -136,6 +136,9 @@ async def test_default_limits_are_the_servers_settings_as_for_the_cli(
     monkeypatch.setenv("CONTEXTGRAPH_NOW", NOW)
     monkeypatch.setenv("CONTEXTGRAPH_MAX_ENTITIES", "1")
     monkeypatch.setenv("CONTEXTGRAPH_EXPAND_MAX_NODES", "2")
+    monkeypatch.setenv("CONTEXTGRAPH_SEARCH_LIMIT", "1")
+    monkeypatch.setenv("CONTEXTGRAPH_RETRIEVE_K", "2")
+    monkeypatch.setenv("CONTEXTGRAPH_VISUALIZE_MAX_NODES", "5")
     async with Client(create_server(db_url)) as configured:
         await call(configured, "sync", paths=[str(VAULT)])
         context = await call(configured, "build_context", concept_name="Machine Learning")
@@ -146,6 +149,13 @@ async def test_default_limits_are_the_servers_settings_as_for_the_cli(
         assert len(wider["directRelations"]) == 3
         expanded = await call(configured, "expand", seeds=["Machine Learning"])
         assert len(expanded["results"]) == 2
+        found = await call(configured, "search_memories", query="learning")
+        assert (found["limit"], len(found["hits"])) == (1, 1)
+        retrieved = await call(configured, "retrieve", query="machine learning")
+        assert (retrieved["k"], len(retrieved["items"])) == (2, 2)
+        picture = await call(configured, "visualize", concept_name="Machine Learning")
+        drawn = {line.split("[")[0].strip() for line in picture["mermaid"].splitlines()}
+        assert len({n for n in drawn if n.startswith("n") and n[1:].isdigit()}) == 5
 
 
 async def test_sync_with_no_paths_resyncs_the_registered_sources(client: Client) -> None:

@@ -150,7 +150,7 @@ def expand(
 @click.command(cls=Command)
 @click.argument("query")
 @click.option(
-    "--limit", type=int_range(SEARCH_LIMIT), default=10, show_default=True, help="Hits per page."
+    "--limit", type=int_range(SEARCH_LIMIT), default=None, help="Hits per page (1-100, default 10)."
 )
 @click.option(
     "--page", type=int_range(SEARCH_PAGE), default=1, show_default=True, help="Page number."
@@ -163,7 +163,7 @@ def expand(
 def search(
     ctx: click.Context,
     query: str,
-    limit: int,
+    limit: int | None,
     page: int,
     source: str | None,
     folder: str | None,
@@ -206,22 +206,25 @@ def read(ctx: click.Context, identifier: str, as_json: bool) -> None:
     "--k",
     "k",
     type=int_range(RETRIEVE_K),
-    default=10,
-    show_default=True,
-    help="Files and notes to return.",
+    default=None,
+    help="Files and notes to return (1-50, default 10).",
 )
 @click.option(
     "--budget-tokens",
     type=int_range(RETRIEVE_BUDGET_TOKENS),
-    default=6000,
-    show_default=True,
-    help="Excerpts stop at this many tokens (characters / 4).",
+    default=None,
+    help="Excerpts stop at this many tokens, characters / 4 (100-100000, default 6000).",
 )
 @click.option("--source", default=None, help="Only this source.")
 @json_option
 @click.pass_context
 def retrieve(
-    ctx: click.Context, query: str, k: int, budget_tokens: int, source: str | None, as_json: bool
+    ctx: click.Context,
+    query: str,
+    k: int | None,
+    budget_tokens: int | None,
+    source: str | None,
+    as_json: bool,
 ) -> None:
     """The files and notes a question needs, ranked, with why and excerpts."""
     if not query.strip():
@@ -247,13 +250,16 @@ def retrieve(
 @click.command(cls=Command)
 @click.argument("concept")
 @click.option(
-    "--depth", type=int_range(VISUALIZE_DEPTH), default=2, show_default=True, help="Hops."
+    "--depth", type=int_range(VISUALIZE_DEPTH), default=None, help="Hops (1-5, default 2)."
 )
 @click.option(
-    "--max-nodes", type=int_range(VISUALIZE_MAX_NODES), default=30, show_default=True, help="Nodes."
+    "--max-nodes",
+    type=int_range(VISUALIZE_MAX_NODES),
+    default=None,
+    help="Nodes (5-100, default 30).",
 )
 @click.pass_context
-def visualize(ctx: click.Context, concept: str, depth: int, max_nodes: int) -> None:
+def visualize(ctx: click.Context, concept: str, depth: int | None, max_nodes: int | None) -> None:
     """Print a Mermaid flowchart of CONCEPT's neighbourhood."""
     with open_graph(ctx) as graph:
         click.echo(graph.visualize(concept, depth=depth, max_nodes=max_nodes), nl=False)
