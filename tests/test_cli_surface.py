@@ -156,3 +156,24 @@ def test_the_defaults_of_search_retrieve_and_visualize_are_settings(
     bad = {"CONTEXTGRAPH_SEARCH_LIMIT": "101"}
     code, _, err = run(db_path, "search", "x", env=bad)
     assert code == 1 and "CONTEXTGRAPH_SEARCH_LIMIT (search_limit) must be between 1 and 100" in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "w" * 4001),
+        ("retrieve", "w" * 4001),
+        ("context", "c" * 1001),
+        ("expand", "ok", "s" * 1001),
+        ("visualize", "v" * 1001),
+        ("read", "r" * 4097),
+        ("search", "x", "--source", "n" * 201),
+        ("search", "x", "--folder", "f" * 4097),
+        ("sync", ".", "--name", "n" * 201),
+    ],
+    ids=lambda a: a[0] + ("-" + a[-2] if a[-2].startswith("--") else ""),
+)
+def test_text_over_its_bound_is_a_usage_error(db_path: Path, args: tuple[str, ...]) -> None:
+    code, out, err = run(db_path, *args)
+    assert code == 2 and out == "", err
+    assert "characters long; at most" in err and "Traceback" not in err

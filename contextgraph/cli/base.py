@@ -199,6 +199,28 @@ def int_range(bound: Bound) -> click.IntRange:
     return click.IntRange(bound.low, bound.high)
 
 
+if TYPE_CHECKING:
+    _TextType = click.ParamType[str, str]
+else:  # click before 8.2 has no generic ParamType
+    _TextType = click.ParamType
+
+
+class TextUpTo(_TextType):
+    """A text argument of at most ``high`` characters (a bound of :mod:`contextgraph.limits`):
+    a longer one is a usage error (exit 2), as an out-of-range number is (SPEC §10)."""
+
+    name = "text"
+
+    def __init__(self, high: int) -> None:
+        self.high = high
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value)
+        if len(text) > self.high:
+            self.fail(f"{len(text)} characters long; at most {self.high} are taken", param, ctx)
+        return text
+
+
 def emit_json(data: Any) -> None:
     click.echo(json_text(data))
 

@@ -13,11 +13,12 @@ from contextgraph.cli.base import (
     Command,
     Group,
     Stop,
+    TextUpTo,
     emit_json,
     json_option,
     open_graph,
 )
-from contextgraph.limits import SYNC_MAX_PATHS
+from contextgraph.limits import SOURCE_NAME, SYNC_MAX_PATHS
 from contextgraph.terminal import shown
 
 if TYPE_CHECKING:
@@ -26,7 +27,11 @@ if TYPE_CHECKING:
 
 @click.command(cls=Command)
 @click.argument("paths", nargs=-1, type=click.Path(file_okay=False))
-@click.option("--name", help="Source name for a single PATH (default: the folder's name).")
+@click.option(
+    "--name",
+    type=TextUpTo(SOURCE_NAME.high),
+    help="Source name for a single PATH (default: the folder's name).",
+)
 @click.pass_context
 def init(ctx: click.Context, paths: tuple[str, ...], name: str | None) -> None:
     """Create or upgrade the database and register PATHs as sources (without syncing)."""
@@ -47,7 +52,11 @@ def init(ctx: click.Context, paths: tuple[str, ...], name: str | None) -> None:
 
 @click.command(cls=Command)
 @click.argument("paths", nargs=-1, type=click.Path(file_okay=False))
-@click.option("--name", help="Source name for a single new PATH (default: the folder's name).")
+@click.option(
+    "--name",
+    type=TextUpTo(SOURCE_NAME.high),
+    help="Source name for a single new PATH (default: the folder's name).",
+)
 @click.option("--no-wait", is_flag=True, help="Exit 1 at once if another sync is running.")
 @json_option
 @click.pass_context
@@ -150,7 +159,11 @@ def sources_remove(ctx: click.Context, name: str, as_json: bool) -> None:
 
 @click.command(cls=Command)
 @click.argument("paths", nargs=-1, type=click.Path(file_okay=False))
-@click.option("--name", help="Source name for a single new PATH (default: the folder's name).")
+@click.option(
+    "--name",
+    type=TextUpTo(SOURCE_NAME.high),
+    help="Source name for a single new PATH (default: the folder's name).",
+)
 @click.option(
     "--debounce-ms",
     type=click.IntRange(100, 60_000),

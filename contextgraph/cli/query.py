@@ -9,6 +9,7 @@ import click
 
 from contextgraph.cli.base import (
     Command,
+    TextUpTo,
     emit_json,
     int_range,
     json_option,
@@ -21,10 +22,14 @@ from contextgraph.limits import (
     EXPAND_MAX_DEPTH,
     EXPAND_MAX_NODES,
     EXPAND_MAX_SEEDS,
+    MAX_PATH_CHARS,
+    MAX_QUERY_CHARS,
+    NAME,
     RETRIEVE_BUDGET_TOKENS,
     RETRIEVE_K,
     SEARCH_LIMIT,
     SEARCH_PAGE,
+    SOURCE_NAME,
     VISUALIZE_DEPTH,
     VISUALIZE_MAX_NODES,
 )
@@ -32,7 +37,7 @@ from contextgraph.terminal import shown
 
 
 @click.command(cls=Command)
-@click.argument("concept")
+@click.argument("concept", type=TextUpTo(NAME.high))
 @click.option("--depth", type=int_range(CONTEXT_DEPTH), default=None, help="Hops (0-5, default 2).")
 @click.option(
     "--max-entities",
@@ -96,7 +101,7 @@ def _seed_count(_ctx: click.Context, _param: click.Parameter, seeds: tuple[str, 
 
 
 @click.command(cls=Command)
-@click.argument("seeds", nargs=-1, required=True, callback=_seed_count)
+@click.argument("seeds", nargs=-1, required=True, type=TextUpTo(NAME.high), callback=_seed_count)
 @click.option(
     "--max-depth",
     type=int_range(EXPAND_MAX_DEPTH),
@@ -148,15 +153,20 @@ def expand(
 
 
 @click.command(cls=Command)
-@click.argument("query")
+@click.argument("query", type=TextUpTo(MAX_QUERY_CHARS))
 @click.option(
     "--limit", type=int_range(SEARCH_LIMIT), default=None, help="Hits per page (1-100, default 10)."
 )
 @click.option(
     "--page", type=int_range(SEARCH_PAGE), default=1, show_default=True, help="Page number."
 )
-@click.option("--source", default=None, help="Only this source.")
-@click.option("--folder", default=None, help="Only files under this source-relative folder.")
+@click.option("--source", type=TextUpTo(SOURCE_NAME.high), default=None, help="Only this source.")
+@click.option(
+    "--folder",
+    type=TextUpTo(MAX_PATH_CHARS),
+    default=None,
+    help="Only files under this source-relative folder.",
+)
 @click.option("--all", "all_words", is_flag=True, help="Require every word (default: any).")
 @json_option
 @click.pass_context
@@ -185,7 +195,7 @@ def search(
 
 
 @click.command(cls=Command)
-@click.argument("identifier", metavar="ID")
+@click.argument("identifier", metavar="ID", type=TextUpTo(MAX_PATH_CHARS))
 @json_option
 @click.pass_context
 def read(ctx: click.Context, identifier: str, as_json: bool) -> None:
@@ -201,7 +211,7 @@ def read(ctx: click.Context, identifier: str, as_json: bool) -> None:
 
 
 @click.command(cls=Command)
-@click.argument("query")
+@click.argument("query", type=TextUpTo(MAX_QUERY_CHARS))
 @click.option(
     "--k",
     "k",
@@ -215,7 +225,7 @@ def read(ctx: click.Context, identifier: str, as_json: bool) -> None:
     default=None,
     help="Excerpts stop at this many tokens, characters / 4 (100-100000, default 6000).",
 )
-@click.option("--source", default=None, help="Only this source.")
+@click.option("--source", type=TextUpTo(SOURCE_NAME.high), default=None, help="Only this source.")
 @json_option
 @click.pass_context
 def retrieve(
@@ -248,7 +258,7 @@ def retrieve(
 
 
 @click.command(cls=Command)
-@click.argument("concept")
+@click.argument("concept", type=TextUpTo(NAME.high))
 @click.option(
     "--depth", type=int_range(VISUALIZE_DEPTH), default=None, help="Hops (1-5, default 2)."
 )

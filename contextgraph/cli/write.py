@@ -10,6 +10,7 @@ import click
 from contextgraph import limits
 from contextgraph.cli.base import (
     Command,
+    TextUpTo,
     emit_json,
     json_option,
     open_graph,
@@ -19,6 +20,7 @@ from contextgraph.terminal import shown
 _expected_hash_option = click.option(
     "--expected-hash",
     metavar="HASH",
+    type=TextUpTo(limits.EXPECTED_HASH.high),
     default=None,
     help="Refuse if the note's hash (from `read --json`) is no longer HASH.",
 )
@@ -88,7 +90,13 @@ def write(
 @click.argument("identifier", metavar="ID")
 @click.option("--append", default=None, metavar="TEXT", help="Add TEXT at the end.")
 @click.option("--prepend", default=None, metavar="TEXT", help="Add TEXT after the frontmatter.")
-@click.option("--find", default=None, metavar="X", help="Replace X (with --replace).")
+@click.option(
+    "--find",
+    type=TextUpTo(limits.EDIT_FIND.high),
+    default=None,
+    metavar="X",
+    help="Replace X (with --replace).",
+)
 @click.option("--replace", default=None, metavar="Y", help="The text replacing --find.")
 @click.option(
     "--count",
@@ -97,7 +105,13 @@ def write(
     show_default=True,
     help="How many times --find must occur.",
 )
-@click.option("--section", default=None, metavar="HEADING", help="Replace this section's body.")
+@click.option(
+    "--section",
+    type=TextUpTo(limits.EDIT_HEADING.high),
+    default=None,
+    metavar="HEADING",
+    help="Replace this section's body.",
+)
 @click.option("--content", default=None, metavar="TEXT", help="The new body for --section.")
 @_expected_hash_option
 @json_option
