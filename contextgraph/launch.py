@@ -127,14 +127,17 @@ def _database_option(argv: Sequence[str]) -> tuple[str | None, list[str]] | None
 def database_key(database: str) -> str | None:
     """What names ``database`` for every process: a URL as given, a file by its real path.
 
-    The same rule as :func:`contextgraph.store.db.database_url` (``~`` expanded, relative to the
-    working directory); None for a private in-memory database, which nothing can share.
+    The same rule as :func:`contextgraph.store.db.database_url` (``~`` and ``~/…`` expanded,
+    ``~name`` literal, relative to the working directory); None for a private in-memory
+    database, which nothing can share.
     """
     if not database or database == ":memory:":
         return None
     if "://" in database:
         return database
-    return os.path.realpath(os.path.expanduser(database))
+    if database == "~" or database.startswith("~/"):  # ``~name`` is a file's name
+        database = os.path.expanduser(database)
+    return os.path.realpath(database)
 
 
 def default_database() -> str:
@@ -183,10 +186,13 @@ def fingerprint() -> str:
                 st = os.stat(os.path.join(folder, name))
                 line = f"\0{folder}/{name}:{st.st_size}:{st.st_mtime_ns}"
                 digest.update(line.encode(_FS, _FS_ERRORS))
-    # The import path, and when each of its folders last changed: installing or upgrading a
-    # dependency (click, SQLAlchemy, igraph) adds or removes entries in site-packages. Not its
-    # first entry: the script's folder, or the working folder of ``python -m``.
-    for entry in sys.path[1:]:
+    # The folders packages are installed into, and when each last changed: installing or
+    # upgrading a dependency (click, SQLAlchemy, igraph) adds or removes entries there. Not
+    # the other entries of the import path: the working folder, a project's own folder (an
+    # editable install's), which change as files are saved and say nothing of the code.
+    for entry in sys.path:
+        if os.path.basename(os.path.normpath(entry)) not in ("site-packages", "dist-packages"):
+            continue
         try:
             changed = os.stat(entry or ".").st_mtime_ns
         except OSError:

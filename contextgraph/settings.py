@@ -198,9 +198,9 @@ _FOREVER_DAYS = 365_250.0  # a thousand years: past it no decay figure differs
 RANGES: dict[str, tuple[float, float]] = {
     "max_concept_length": (1, limits.MAX_CONCEPT_LENGTH),
     "max_concepts_per_file": (1, 1_000_000),
-    "max_file_bytes": (1, 1 << 30),
+    "max_file_bytes": (1, 1 << 32),
     "batch_files": (1, 100_000),
-    "workers": (0, 64),
+    "workers": (0, 1024),
     "grace_days": (0.0, _FOREVER_DAYS),
     "half_life_days": (0.0, _FOREVER_DAYS),
     "depth": (limits.CONTEXT_DEPTH.low, limits.CONTEXT_DEPTH.high),

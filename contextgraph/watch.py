@@ -262,6 +262,8 @@ class Watcher:
             st = os.stat(path)
         except FileNotFoundError:
             gone = "removed"
+        except OSError:
+            return  # cannot tell now (a folder made unreadable): the sync says what is wrong
         else:
             if (st.st_dev, st.st_ino) == (device, inode):
                 return

@@ -26,7 +26,7 @@ def run(db: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, s
     [
         ("CONTEXTGRAPH_DEPTH", "9", "CONTEXTGRAPH_DEPTH (depth) must be between 0 and 5, not 9"),
         ("CONTEXTGRAPH_COMMUNITY_SEED", str(1 << 63), "CONTEXTGRAPH_COMMUNITY_SEED"),
-        ("CONTEXTGRAPH_WORKERS", "100000", "must be between 0 and 64"),
+        ("CONTEXTGRAPH_WORKERS", "100000", "must be between 0 and 1024"),
         ("CONTEXTGRAPH_RETRIEVE_CONCEPT_WEIGHT", "1e308", "between 0.0 and 1000.0"),
         ("CONTEXTGRAPH_PREVIEW_CHARS", "-1", "CONTEXTGRAPH_PREVIEW_CHARS"),
         ("CONTEXTGRAPH_BUSY_TIMEOUT_MS", "-1", "CONTEXTGRAPH_BUSY_TIMEOUT_MS"),
@@ -177,3 +177,25 @@ def test_text_over_its_bound_is_a_usage_error(db_path: Path, args: tuple[str, ..
     code, out, err = run(db_path, *args)
     assert code == 2 and out == "", err
     assert "characters long; at most" in err and "Traceback" not in err
+
+
+def test_a_source_registered_under_a_name_now_refused_still_syncs_by_its_path(
+    db_path: Path, tmp_path: Path, write: Writer
+) -> None:
+    import sqlite3
+
+    folder = tmp_path / "notes\x85x"
+    write("a.md", "[[A]] [[B]]\n", root=folder)
+    assert run(db_path, "sync", str(folder))[0] == 1  # no longer registered under that name
+    assert run(db_path, "sync", str(folder), "--name", "notes")[0] == 0
+    with sqlite3.connect(db_path) as conn:  # as an older version registered it
+        conn.execute("UPDATE sources SET name = ?", ("notes\x85x",))
+    code, _out, err = run(db_path, "sync", str(folder))
+    assert code == 0, err
+
+
+def test_bidirectional_controls_are_escaped_in_a_picture_too() -> None:
+    from contextgraph.graph.mermaid import escape_label
+
+    assert escape_label("rl\u202egnp.exe") == "rl#8238;gnp.exe"
+    assert escape_label("a\u2066b\u200fc") == "a#8294;b#8207;c"

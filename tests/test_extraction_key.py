@@ -78,3 +78,31 @@ def test_files_stored_by_another_extraction_are_extracted_again(
         assert graph.search("legacyword").total == 0
         assert snapshot(graph) == fresh(tmp_path, notes, Settings())
         assert graph.doctor().ok
+
+
+def test_a_reextraction_cut_short_leaves_no_key_that_vouches_for_its_files(
+    db_path: Path, tmp_path: Path, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(6):
+        write(f"n{i}.md", f"[[alpha]] [[a-long-concept-{i}]]\n")
+    with ContextGraph.open(db_path, settings=Settings(batch_files=2)) as graph:
+        graph.sync([vault])
+    from contextgraph.sync import run
+
+    real = run._write_batch
+    batches: list[int] = []
+
+    def second_fails(*args: object, **kwargs: object) -> bool:
+        batches.append(1)
+        if len(batches) == 2:
+            raise KeyboardInterrupt  # Ctrl-C, or a kill, halfway through
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    shorter = Settings(batch_files=2, max_concept_length=5)
+    with monkeypatch.context() as patch, ContextGraph.open(db_path, settings=shorter) as graph:
+        patch.setattr(run, "_write_batch", second_fails)
+        with pytest.raises(KeyboardInterrupt):
+            graph.sync()
+    with ContextGraph.open(db_path, settings=Settings(batch_files=2)) as graph:
+        graph.sync()  # the first batch's files were extracted under the other key
+        assert snapshot(graph) == fresh(tmp_path, vault, Settings(batch_files=2))

@@ -13,7 +13,7 @@ from helpers import Writer
 
 from contextgraph import ContextGraph
 from contextgraph.errors import DatabaseError
-from contextgraph.sync.run import lock_database, run_sync
+from contextgraph.sync.run import lock_database, run_sync, sync_paths
 
 pytestmark = pytest.mark.engines("sqlite", "postgresql")
 
@@ -117,6 +117,10 @@ def test_a_path_too_long_for_an_index_fails_its_file_not_the_sync(
         assert graph.build_context("a").direct_relations[0].name == "c"
         assert graph.search("json").total == 1
         assert graph.sync([vault]).failed == report.failed  # and again, nothing else changed
+        deep_note = str((deep / "deep.md").relative_to(vault))
+        # The way a watcher's batch and a note write sync their files, the same.
+        paths = sync_paths(graph.engine, graph.settings, "vault", [deep_note])
+        assert (paths.added, [p.reason for p in paths.failed]) == (0, [report.failed[0].reason])
 
 
 def test_code_names_too_long_for_an_index_leave_the_code_graph_whole(

@@ -567,3 +567,31 @@ def test_a_closed_stdout_or_a_removed_working_folder_changes_nothing(
         if server.proc.poll() is None:
             server.proc.kill()
             server.proc.communicate()
+
+
+def test_the_fingerprint_ignores_folders_that_hold_no_installed_package(tmp_path: Path) -> None:
+    """Saving a file in the working folder, or in a project's folder on the import path (an
+    editable install's), must not make every client stale (a review, stop 43)."""
+    code = "from contextgraph import launch; print(launch.fingerprint())"
+    env = _env(PYTHONPATH=f"{REPO}{os.pathsep}{tmp_path}")
+
+    def fingerprint() -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True
+        )
+        return done.stdout.strip()
+
+    before = fingerprint()
+    (tmp_path / "note.md").write_text("saved\n", encoding="utf-8")
+    assert fingerprint() == before
+
+
+def test_a_tilde_and_a_name_is_a_files_name_for_the_client_as_for_the_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextgraph.store import db
+
+    monkeypatch.chdir(tmp_path)
+    assert launch.database_key("~root/x.db") == str(tmp_path / "~root" / "x.db")
+    assert db.database_url("~root/x.db").database == str(tmp_path / "~root" / "x.db")
+    assert launch.database_key("~/x.db") == os.path.realpath(os.path.expanduser("~/x.db"))

@@ -59,7 +59,9 @@ def resident(ctx: click.Context) -> None:
         with stop.on_signals() as stopped:
             server.serve(
                 stopped,
-                on_ready=lambda path: click.echo(f"serving {server.key} on {path}", err=True),
+                on_ready=lambda path: click.echo(
+                    shown(f"serving {server.key} on {path}"), err=True
+                ),
             )
     finally:
         halt()
@@ -78,7 +80,7 @@ def stats(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         emit_json(data)
         return
-    click.echo(f"database: {data['database']} ({data['databaseBytes']} bytes)")
+    click.echo(f"database: {shown(data['database'])} ({data['databaseBytes']} bytes)")
     for source in data["sources"]:
         click.echo(f"source {shown(source['name'])}: {shown(source['root'])}")
     click.echo(f"files: {json.dumps(data['files'])}")

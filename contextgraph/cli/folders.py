@@ -47,7 +47,7 @@ def init(ctx: click.Context, paths: tuple[str, ...], name: str | None) -> None:
         for path in paths:
             source = graph.add_source(path, name=name)
             click.echo(f"source {shown(source.name)}: {shown(str(source.root))}")
-        click.echo(f"database ready: {graph.database_path or graph.engine.url}")
+        click.echo(f"database ready: {shown(str(graph.database_path or graph.engine.url))}")
 
 
 @click.command(cls=Command)

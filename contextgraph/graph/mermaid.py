@@ -66,6 +66,9 @@ _ENTITIES: dict[str, str] = {
     "%": "#37;",
     "°": "#176;",
     "¶": "#182;",
+    # Bidirectional controls: printed as they are, they reorder what a terminal shows.
+    **{chr(c): f"#{c};" for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F))},
+    **{chr(c): f"#{c};" for c in range(0x2066, 0x206A)},
 }
 
 # Characters that end or break a line for Mermaid's (JavaScript) lexer, or cannot be

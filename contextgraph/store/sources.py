@@ -89,12 +89,12 @@ def register(engine: Engine, root: str | os.PathLike[str], name: str | None = No
     """
     resolved = check_root(root)
     chosen = name if name is not None else (resolved.name or "root")
-    if not _NAME_RE.match(SOURCE_NAME.check(chosen)) or chosen.strip() != chosen:
-        raise InvalidArgument(f"invalid source name {chosen!r}: no slashes or control characters")
-    with db.read(engine) as conn:
+    with db.read(engine) as conn:  # a source registered already keeps its name as it is
         known = _same_root(conn.execute(_SOURCE_ROWS).all(), resolved, name)
     if known is not None:
         return known
+    if not _NAME_RE.match(SOURCE_NAME.check(chosen)) or chosen.strip() != chosen:
+        raise InvalidArgument(f"invalid source name {chosen!r}: no slashes or control characters")
     with db.write(engine) as conn:  # looked at again: another process may have registered it
         rows = conn.execute(_SOURCE_ROWS).all()
         known = _same_root(rows, resolved, name)

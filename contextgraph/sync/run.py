@@ -51,7 +51,7 @@ from contextgraph.sync.lock import database_files, handed_scan, sync_lock
 from contextgraph.sync.report import Problem, SyncReport
 from contextgraph.sync.scan import ScannedFile, pick, scan
 from contextgraph.sync.starting import refuse_while_starting
-from contextgraph.sync.unchanged import MAX_READS
+from contextgraph.sync.unchanged import may_read_refusing
 
 if TYPE_CHECKING:
     from contextgraph.sync.ingest import Job, Prepared
@@ -175,8 +175,10 @@ def sync_paths(
     if picked is None:
         plan = _plan(engine, settings, info, exclude, report)
     else:
+        problems: list[Problem] = []
+        files = _indexable(engine, info, files, problems)
         jobs = _jobs(files, existing, settings, reread, info.root)
-        plan = _Plan(info, files=files, existing=existing, jobs=jobs)
+        plan = _Plan(info, files=files, existing=existing, jobs=jobs, problems=problems)
     with Extraction(settings) as extraction:
         extraction.begin(plan.jobs)
         deferred = _reconcile(engine, settings, plan, report, progress, extraction)
@@ -340,13 +342,7 @@ def _plan(
     report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t + seconds
     extraction = _extraction_due(engine, settings, source)
     problems = [Problem(source.name, path, reason) for path, reason in scanned.problems]
-    files = [f for f in scanned.files if fits_index(engine, f.path)]
-    if len(files) < len(scanned.files):
-        too_long = f"path longer than {INDEXED_TEXT_MAX_BYTES:,} bytes: PostgreSQL cannot index it"
-        taken = {f.path for f in files}
-        problems += [
-            Problem(source.name, f.path, too_long) for f in scanned.files if f.path not in taken
-        ]
+    files = _indexable(engine, source, scanned.files, problems)
     return _Plan(
         source,
         handed_seconds=seconds,
@@ -356,6 +352,19 @@ def _plan(
         problems=problems,
         extraction=extraction,
     )
+
+
+def _indexable(
+    engine: Engine, source: SourceInfo, files: list[ScannedFile], problems: list[Problem]
+) -> list[ScannedFile]:
+    """``files`` but those whose path the engine cannot index (PostgreSQL's B-tree entries:
+    :func:`~contextgraph.store.dialect.fits_index`), each of which goes to ``problems``."""
+    kept = [f for f in files if fits_index(engine, f.path)]
+    if len(kept) < len(files):
+        why = f"path longer than {INDEXED_TEXT_MAX_BYTES:,} bytes: PostgreSQL cannot index it"
+        taken = {f.path for f in kept}
+        problems += [Problem(source.name, f.path, why) for f in files if f.path not in taken]
+    return kept
 
 
 def _extraction_due(engine: Engine, settings: Settings, source: SourceInfo) -> str | None:
@@ -393,12 +402,16 @@ def _reconcile(
     report.unchanged += len(files) - len(jobs)
     present = {f.path for f in files}
     gone = {p: existing[p] for p in sorted(existing.keys() - present)}
-    if gone or (jobs and not _may_read_refusing(jobs, existing)):
+    if gone or (jobs and not may_read_refusing(jobs, existing)):
         nowrite.check("read changed files")
     by_hash: dict[tuple[str, str], list[Existing]] = defaultdict(list)
     for path in sorted(gone):
         by_hash[(gone[path].hash, gone[path].kind)].append(gone[path])
     t = time.perf_counter()
+    if plan.extraction is not None and existing:  # until it ends, its files are under no key
+        nowrite.check("read every file again")
+        with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
+            meta.remove(conn, meta.extracted(source.id))
     # A load into a store without any file builds some indexes once, not per row (coldload.py).
     cold = bool(jobs) and not existing and (deferred or coldload.store_is_empty(engine))
     if deferred and not cold and (jobs or gone):
@@ -436,17 +449,6 @@ def _reconcile(
             meta.put(conn, meta.extracted(source.id), plan.extraction)
     report.phases["files"] = report.phases.get("files", 0.0) + time.perf_counter() - t
     return deferred
-
-
-def _may_read_refusing(jobs: list[Job], existing: dict[str, Existing]) -> bool:
-    """Whether a sync that refuses every write (a resident server's) may still read ``jobs``.
-
-    It may when they are a few files the store lacks (at most
-    :data:`~contextgraph.sync.unchanged.MAX_READS`, as the standard-library check reads):
-    a note that fails at every sync (a binary ``.md``) is never stored, so every sync reads it
-    again and writes nothing for it. Any that would be stored stops the sync at its write.
-    """
-    return nowrite.active() and len(jobs) <= MAX_READS and all(j.path not in existing for j in jobs)
 
 
 def _jobs(

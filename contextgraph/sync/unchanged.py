@@ -45,6 +45,7 @@ from pathlib import Path
 
 from contextgraph.errors import ContextGraphError, SyncInProgress
 from contextgraph.settings import Settings
+from contextgraph.store import nowrite
 from contextgraph.store.head import SCHEMA_HEAD
 from contextgraph.sync.lock import database_files, hand_over, lock_file
 from contextgraph.sync.report import Problem, SyncReport
@@ -52,9 +53,10 @@ from contextgraph.sync.scan import ScannedFile, ScanResult, scan
 
 TYPE_CHECKING = False  # typing itself costs a light CLI run 20 ms; mypy honours the name
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
+    from contextgraph.sync.ingest import Job
     from contextgraph.sync.lock import Walk
 
 OPT_OUT = "CONTEXTGRAPH_FULL_SYNC"
@@ -149,6 +151,17 @@ def unchanged_report(
             os.close(fd)  # releases the lock
     report.phases["total"] = time.perf_counter() - started
     return report
+
+
+def may_read_refusing(jobs: Sequence[Job], existing: Mapping[str, object]) -> bool:
+    """Whether a sync that refuses every write (a resident server's) may still read ``jobs``.
+
+    It may when they are a few files the store lacks (at most
+    :data:`MAX_READS`, as :func:`unchanged_report` reads):
+    a note that fails at every sync (a binary ``.md``) is never stored, so every sync reads it
+    again and writes nothing for it. Any that would be stored stops the sync at its write.
+    """
+    return nowrite.active() and len(jobs) <= MAX_READS and all(j.path not in existing for j in jobs)
 
 
 def _writable_file(path: Path) -> bool:
@@ -315,4 +328,4 @@ def _count(conn: sqlite3.Connection, report: SyncReport) -> None:
         report.communities, report.modularity = int(count), float(modularity)
 
 
-__all__ = ["MAX_READS", "OPT_OUT", "SQL", "unchanged_report"]
+__all__ = ["MAX_READS", "OPT_OUT", "SQL", "may_read_refusing", "unchanged_report"]
