@@ -106,3 +106,21 @@ def test_a_reextraction_cut_short_leaves_no_key_that_vouches_for_its_files(
     with ContextGraph.open(db_path, settings=Settings(batch_files=2)) as graph:
         graph.sync()  # the first batch's files were extracted under the other key
         assert snapshot(graph) == fresh(tmp_path, vault, Settings(batch_files=2))
+
+
+def test_a_file_moved_in_the_sync_that_reads_it_again_gets_the_new_facts(
+    db_path: Path, tmp_path: Path, vault: Path, write: Writer
+) -> None:
+    write("a.md", "[[Alpha]] [[Longconceptname]]\n")
+    with ContextGraph.open(db_path) as graph:
+        graph.sync([vault])
+        graph.read("a.md")
+    (vault / "a.md").rename(vault / "b.md")
+    shorter = Settings(max_concept_length=5)
+    with ContextGraph.open(db_path, settings=shorter) as graph:
+        report = graph.sync()
+        assert report.renamed == 1
+        assert snapshot(graph) == fresh(tmp_path, vault, shorter)
+        with db.read(graph.engine) as conn:  # still a rename: the row, and its read, kept
+            kept = conn.exec_driver_sql("SELECT last_accessed FROM files WHERE path = 'b.md'")
+            assert kept.scalar() is not None

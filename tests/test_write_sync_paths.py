@@ -106,3 +106,46 @@ def test_a_folder_among_the_paths_syncs_the_source(store: ContextGraph, vault: P
 def test_an_unknown_source_is_not_found(store: ContextGraph) -> None:
     with pytest.raises(NotFound):
         sync_paths(store.engine, store.settings, "nope", ["a.md"])
+
+
+# -- a hunt of the store-equals-a-fresh-sync invariant (stop 43) -------------------------------
+
+
+def _fresh(tmp_path: Path, folder: Path) -> dict[str, object]:
+    with ContextGraph.open(tmp_path / "fresh.db") as graph:
+        graph.sync([folder], name="A")
+        return snapshot(graph)
+
+
+def test_a_write_or_an_edit_in_a_source_with_links_keeps_what_a_walk_keeps(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "A"
+    (source / "sub").mkdir(parents=True)
+    (source / "sub" / "n.md").write_text("[[Alpha]] [[Beta]]\n", encoding="utf-8")
+    (source / "a.md").write_text("[[Alpha]]\n", encoding="utf-8")
+    os.symlink("sub", source / "alias")  # sorts first: the walk keeps alias/n.md
+    os.symlink("a.md", source / "link.md")  # one note, two paths
+    with ContextGraph.open(tmp_path / "live.db") as graph:
+        graph.sync([source], name="A")
+        graph.write_note("sub/new.md", "[[Alpha]] [[Gamma]]\n", source="A")
+        assert snapshot(graph) == _fresh(tmp_path / "1", source)
+        (source / "sub" / "n.md").write_text("[[Delta]]\n", encoding="utf-8")
+        sync_paths(graph.engine, graph.settings, "A", ["sub/n.md"])  # a watcher's batch
+        assert snapshot(graph) == _fresh(tmp_path / "2", source)
+        graph.edit_note("memory://A/a.md", "append", content="[[Beta]]\n")
+        assert snapshot(graph) == _fresh(tmp_path / "3", source)
+
+
+def test_a_folder_that_becomes_a_virtual_environment_leaves_the_store(tmp_path: Path) -> None:
+    source = tmp_path / "A"
+    (source / "sub").mkdir(parents=True)
+    (source / "sub" / "n.md").write_text("[[Alpha]] [[Beta]]\n", encoding="utf-8")
+    with ContextGraph.open(tmp_path / "live.db") as graph:
+        graph.sync([source], name="A")
+        (source / "sub" / "pyvenv.cfg").write_text("home = /usr\n", encoding="utf-8")
+        sync_paths(graph.engine, graph.settings, "A", ["sub/pyvenv.cfg"])  # what watch passes
+        assert snapshot(graph) == _fresh(tmp_path / "1", source)
+        (source / "sub" / "pyvenv.cfg").unlink()
+        sync_paths(graph.engine, graph.settings, "A", ["sub/pyvenv.cfg"])
+        assert snapshot(graph) == _fresh(tmp_path / "2", source)

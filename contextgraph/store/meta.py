@@ -11,6 +11,8 @@ one place:
 - ``graph_version`` — a random token every writer that changes concepts, relations, reference
   times or communities replaces in its transaction; readers' caches are valid for one version.
 - ``community_next_id`` — the high-water mark of community ids, so no id is ever given twice.
+- ``linked:<source id>`` — present while the source's last walk followed a symlink: a sync of
+  a few paths (a note write, a watcher's batch) then walks the whole source.
 - ``extracted:<source id>`` — the extraction key its files are stored under
   (``Settings.extraction_key``): a sync that finds another one reads them all again.
 
@@ -38,6 +40,20 @@ COMMUNITIES = "communities"  # the stale-mark name of the community partition
 def code_graph(source_id: int) -> str:
     """The stale-mark name of the code graph of one source."""
     return f"codegraph:{source_id}"
+
+
+def linked(source_id: int) -> str:
+    """The key present while a source's last full walk followed a symlink (its files may be
+    reached by more than one path, and only a walk tells which one the store keeps)."""
+    return f"linked:{source_id}"
+
+
+def mark_linked(conn: Connection, source_id: int, linked_now: bool) -> None:
+    """Record whether ``source_id``'s walk followed a symlink (:func:`linked`)."""
+    if linked_now:
+        put(conn, linked(source_id), "1")
+    else:
+        remove(conn, linked(source_id))
 
 
 def extracted(source_id: int) -> str:

@@ -211,21 +211,14 @@ def _sql() -> _Statements:
                 modified=bindparam("modified"),
             )
         ),
+        # A rename is an update that moves the row (it keeps its id, so ``last_accessed``):
+        # the path's words are indexed, what a file is parsed as follows its name (a.py moved
+        # to a.js is no longer Python, a module's name follows its folder), and a sync that
+        # reads every file again (another extraction key) may find other facts in its bytes.
         rename=driver_sql(
             update(T_FILES)
             .where(T_FILES.c.id == bindparam("id_"))
-            .values(
-                path=bindparam("path"),
-                size=bindparam("size"),
-                mtime_ns=bindparam("mtime_ns"),
-                modified=bindparam("modified"),
-                search_meta=bindparam("search_meta"),  # the path's words are indexed
-                # What the file is parsed as follows its name: a.py moved to a.js is no longer
-                # Python, and a module's name follows its folder.
-                facts=bindparam("facts"),
-                warning=bindparam("warning"),
-                title=bindparam("title"),
-            )
+            .values({c: bindparam(c) for c in ("path", *_FILE_COLUMNS)})
         ),
         update_file=driver_sql(
             update(T_FILES)
@@ -334,29 +327,12 @@ def _apply_ops(
                 for op in stats
             ],
         )
-    if renames:
-        conn.exec_driver_sql(
-            _sql().rename,
-            [
-                {
-                    "id_": op.old.id,
-                    "path": op.path,
-                    "size": op.new.size,
-                    "mtime_ns": op.new.mtime_ns,
-                    "modified": op.new.mtime_ns / 1e9,
-                    "search_meta": op.new.search_meta,
-                    "facts": op.new.facts,
-                    "warning": "; ".join(op.new.warnings) or None,
-                    "title": op.new.title,
-                }
-                for op in renames
-            ],
-        )
-
     # An edit that leaves the concept counts alone leaves the graph alone (the common case).
-    old_concepts = concepts_of(conn, [op.old.id for op in updates])
-    graph_updates: list[Update] = []
-    for op in updates:
+    # A rename reads the same bytes, so its counts change only under another extraction key.
+    rewritten: list[Update | Rename] = [*updates, *renames]
+    old_concepts = concepts_of(conn, [op.old.id for op in rewritten])
+    graph_updates: list[Update | Rename] = []
+    for op in rewritten:
         new = dict(op.new.concepts)
         pairs = 1 if len(new) <= settings.max_concepts_per_file else 0
         old_map, old_pairs = old_concepts.get(op.old.id, ({}, 1))
@@ -367,6 +343,14 @@ def _apply_ops(
 
     for chunk in chunked([op.old.id for op in deletes]):
         conn.execute(delete(T_FILES).where(T_FILES.c.id.in_(chunk)))
+    if renames:
+        conn.exec_driver_sql(
+            _sql().rename,
+            [
+                {"id_": op.old.id, "path": op.path, **file_values(op.new, settings)}
+                for op in renames
+            ],
+        )
     if updates:
         conn.exec_driver_sql(
             _sql().update_file,

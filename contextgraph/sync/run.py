@@ -170,8 +170,9 @@ def sync_paths(
             # A path the store knows as a folder, now gone or a file (a folder named like a
             # note, ``Node.js``, moved away): its files are known only to a full sync.
             folded = stored_under(conn, info.id, asked)
-        if folded or _extraction_due(engine, settings, info) is not None:
-            picked = None  # a full sync of the source: see folded, and _extraction_due
+        due, linked = _marks(engine, settings, info)
+        if folded or due is not None or linked:
+            picked = None  # a full sync of the source: see folded, and _marks
     if picked is None:
         plan = _plan(engine, settings, info, exclude, report)
     else:
@@ -308,6 +309,7 @@ class _Plan:
     problems: list[Problem] = field(default_factory=list)
     handed_seconds: float = 0.0  # a scan made before the sync began (_plan), counted in its time
     extraction: str | None = None  # the extraction key to record once the files are applied
+    linked: bool | None = None  # whether the walk followed a link, when the store says otherwise
 
 
 def _plan(
@@ -340,7 +342,7 @@ def _plan(
         if once_found is not None and len(scanned.files) >= once_found[0]:
             once_found[1]()
     report.phases["scan"] = report.phases.get("scan", 0.0) + time.perf_counter() - t + seconds
-    extraction = _extraction_due(engine, settings, source)
+    extraction, linked = _marks(engine, settings, source)
     problems = [Problem(source.name, path, reason) for path, reason in scanned.problems]
     files = _indexable(engine, source, scanned.files, problems)
     return _Plan(
@@ -351,14 +353,14 @@ def _plan(
         jobs=_jobs(files, existing, settings, False, source.root, again=extraction is not None),
         problems=problems,
         extraction=extraction,
+        linked=scanned.linked if scanned.linked != linked else None,
     )
 
 
 def _indexable(
     engine: Engine, source: SourceInfo, files: list[ScannedFile], problems: list[Problem]
 ) -> list[ScannedFile]:
-    """``files`` but those whose path the engine cannot index (PostgreSQL's B-tree entries:
-    :func:`~contextgraph.store.dialect.fits_index`), each of which goes to ``problems``."""
+    """``files`` but those whose path the engine cannot index (``fits_index``): ``problems``."""
     kept = [f for f in files if fits_index(engine, f.path)]
     if len(kept) < len(files):
         why = f"path longer than {INDEXED_TEXT_MAX_BYTES:,} bytes: PostgreSQL cannot index it"
@@ -367,12 +369,13 @@ def _indexable(
     return kept
 
 
-def _extraction_due(engine: Engine, settings: Settings, source: SourceInfo) -> str | None:
-    """:meth:`Settings.extraction_key`, when ``source``'s files were stored under another one
-    (every file is then extracted anew, and the key recorded); None when under this one."""
+def _marks(engine: Engine, settings: Settings, source: SourceInfo) -> tuple[str | None, bool]:
+    """:meth:`Settings.extraction_key` when ``source``'s files were stored under another one
+    (each is then extracted anew, the key recorded), else None; and ``meta.linked``'s flag."""
     with db.read(engine) as conn:
         stored = meta.get(conn, meta.extracted(source.id))
-    return None if stored == settings.extraction_key() else settings.extraction_key()
+        linked = meta.get(conn, meta.linked(source.id)) is not None
+    return (None if stored == settings.extraction_key() else settings.extraction_key()), linked
 
 
 def _reconcile(
@@ -443,10 +446,13 @@ def _reconcile(
             flush()
     if pending:
         flush()
-    if plan.extraction is not None:  # every file of the source is stored under it now
+    if plan.extraction is not None or plan.linked is not None:
         nowrite.check("record how its files were read")
         with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
-            meta.put(conn, meta.extracted(source.id), plan.extraction)
+            if plan.extraction is not None:  # every file of the source is stored under it now
+                meta.put(conn, meta.extracted(source.id), plan.extraction)
+            if plan.linked is not None:
+                meta.mark_linked(conn, source.id, plan.linked)
     report.phases["files"] = report.phases.get("files", 0.0) + time.perf_counter() - t
     return deferred
 
@@ -461,7 +467,7 @@ def _jobs(
 ) -> list[Job]:
     """The files to read: new ones, and stored ones whose size, mtime or kind changed (each
     read only where it still lies inside ``root``, the source folder); with ``reread`` every
-    one, and with ``again`` every one extracted anew, the same hash or not (_extraction_due)."""
+    one, and with ``again`` every one extracted anew, the same hash or not (_marks)."""
     get = existing.get
     changed = [  # the mtime first: it is what differs when anything does
         (f, old)

@@ -40,6 +40,7 @@ class ScannedFile(NamedTuple):
 class ScanResult:
     files: list[ScannedFile] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    linked: bool = False  # a symlink inside the root was followed (a file may have two paths)
 
 
 def file_kind(name: str) -> str | None:
@@ -104,6 +105,7 @@ def scan(
                     target = os.path.realpath(entry.path)
                     if not inside(target, str(real_root)):
                         continue  # never follow a link out of the source
+                    result.linked = True
                     st = os.stat(entry.path)
                     is_dir = stat.S_ISDIR(st.st_mode)
                     real_path: str | None = target
@@ -213,6 +215,8 @@ def pick(
     excluded = {os.path.realpath(p) for p in exclude}
     files: list[ScannedFile] = []
     for rel in paths:
+        if os.path.basename(rel) == "pyvenv.cfg":
+            return None  # a folder becomes a virtual environment, or stops being one: walk it
         abspath = os.path.join(real_root, rel)
         parent = os.path.dirname(rel)
         folder = os.path.dirname(abspath)

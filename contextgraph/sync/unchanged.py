@@ -264,6 +264,9 @@ def _sync_source(
     if _rows(conn, "meta_value", key=key) != [(settings.extraction_key(),)]:
         raise _Changed  # stored under another extraction key: every file is read again
     scanned, rows = _walk(conn, db_path, source_id, root, scans)
+    linked = bool(_rows(conn, "meta_value", key=f"linked:{source_id}"))  # meta.linked
+    if scanned.linked != linked:
+        raise _Changed  # the full sync records it
     for rel, reason in scanned.problems:
         report.failed.append(Problem(name, rel, reason))
     report.scanned += len(scanned.files)
