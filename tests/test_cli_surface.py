@@ -170,6 +170,10 @@ def test_the_defaults_of_search_retrieve_and_visualize_are_settings(
         ("search", "x", "--source", "n" * 201),
         ("search", "x", "--folder", "f" * 4097),
         ("sync", ".", "--name", "n" * 201),
+        ("write", "w" * 4097, "--content", "x"),
+        ("edit", "e" * 4097, "--append", "x"),
+        ("move", "a.md", "m" * 4097),
+        ("delete", "d" * 4097),
     ],
     ids=lambda a: a[0] + ("-" + a[-2] if a[-2].startswith("--") else ""),
 )

@@ -41,7 +41,7 @@ def _emit_written(written: Any, as_json: bool) -> None:
 
 
 @click.command(cls=Command)
-@click.argument("path_or_title")
+@click.argument("path_or_title", type=TextUpTo(limits.MAX_PATH_CHARS))
 @click.argument("stdin", required=False, metavar="[-]")
 @click.option("--content", default=None, help="The note's text.")
 @click.option(
@@ -87,7 +87,7 @@ def write(
 
 
 @click.command(cls=Command)
-@click.argument("identifier", metavar="ID")
+@click.argument("identifier", metavar="ID", type=TextUpTo(limits.MAX_PATH_CHARS))
 @click.option("--append", default=None, metavar="TEXT", help="Add TEXT at the end.")
 @click.option("--prepend", default=None, metavar="TEXT", help="Add TEXT after the frontmatter.")
 @click.option(
@@ -167,8 +167,8 @@ def edit(
 
 
 @click.command(cls=Command)
-@click.argument("identifier", metavar="ID")
-@click.argument("new_path")
+@click.argument("identifier", metavar="ID", type=TextUpTo(limits.MAX_PATH_CHARS))
+@click.argument("new_path", type=TextUpTo(limits.MAX_PATH_CHARS))
 @_expected_hash_option
 @json_option
 @click.pass_context
@@ -182,7 +182,7 @@ def move(
 
 
 @click.command(cls=Command)
-@click.argument("identifier", metavar="ID")
+@click.argument("identifier", metavar="ID", type=TextUpTo(limits.MAX_PATH_CHARS))
 @_expected_hash_option
 @json_option
 @click.pass_context
