@@ -266,15 +266,17 @@ def forward(argv: Sequence[str]) -> int | None:
             answer = _answer_of(conn)
             if answer is None:
                 return None
-            header, (out, err) = receive_message(io.BytesIO(answer), limit=MAX_ANSWER_BYTES)
+            header, payloads = receive_message(io.BytesIO(answer), limit=MAX_ANSWER_BYTES)
     except (OSError, ValueError):  # no server, a dead one's socket, or one that went away
         return None
-    code = header.get("exit")
+    code, streams = header.get("exit"), header.get("streams")
     if header.get("status") != "done" or not isinstance(code, int):  # "stale", "refused"
         return None
+    if not isinstance(streams, list) or len(streams) != len(payloads):
+        return None
     try:
-        _write(sys.stdout, out)
-        _write(sys.stderr, err)
+        for which, data in zip(streams, payloads, strict=True):  # in the order written
+            _write(sys.stderr if which == 2 else sys.stdout, data)
     except BrokenPipeError:  # the reader went away (`| head`): end quietly, as the CLI does
         quiet_closed_stdout()
         return 0

@@ -595,3 +595,26 @@ def test_a_tilde_and_a_name_is_a_files_name_for_the_client_as_for_the_library(
     assert launch.database_key("~root/x.db") == str(tmp_path / "~root" / "x.db")
     assert db.database_url("~root/x.db").database == str(tmp_path / "~root" / "x.db")
     assert launch.database_key("~/x.db") == os.path.realpath(os.path.expanduser("~/x.db"))
+
+
+def test_a_served_commands_two_streams_come_out_in_the_order_written(
+    server: Server, synced: Path, vault: Path
+) -> None:
+    (vault / "binary.md").write_bytes(b"[[Alpha]]\0\0\0")  # a failure line on stderr
+    assert run_here(synced, "sync")[0] == 0
+
+    def merged(**env: str) -> list[bytes]:  # ``2>&1``: one pipe for both
+        done = subprocess.run(
+            [sys.executable, "-m", "contextgraph", "--db", str(synced), "sync"],
+            env=_env(**env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=120,
+        )
+        lines = done.stdout.splitlines()
+        return [b"time:" if line.startswith(b"time:") else line for line in lines]
+
+    here = merged(**{launch.OPT_OUT: "1"})
+    assert merged() == here
+    assert here.index(b"time:") > next(i for i, x in enumerate(here) if x.startswith(b"failed:"))
+    assert server.stop() == (0, "stopped after 1 queries")

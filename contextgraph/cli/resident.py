@@ -171,12 +171,18 @@ class Resident:
         if answer is None:
             launch.send_message(conn, {"status": "refused"})
             return
-        code, out, err = answer
+        code, writes = answer
         self.served += 1
-        launch.send_message(conn, {"status": "done", "exit": code}, out, err)
+        streams = [which for which, _ in writes]  # 1 stdout, 2 stderr, in the order written
+        payloads = [data for _, data in writes]
+        launch.send_message(conn, {"status": "done", "exit": code, "streams": streams}, *payloads)
 
-    def _run(self, request: _Request, *, unchanged_only: bool) -> tuple[int, bytes, bytes] | None:
-        """Run the request's command line here, as its client would have; (status, out, err).
+    def _run(
+        self, request: _Request, *, unchanged_only: bool
+    ) -> tuple[int, list[tuple[int, bytes]]] | None:
+        """Run the request's command line here, as its client would have: its exit status, and
+        what it wrote, as (1 for stdout or 2 for stderr, bytes) in the order written (a client
+        whose two streams go to one terminal or file shows them interleaved as they came).
 
         ``unchanged_only`` (a sync): every write is refused, and None (the client runs the
         command itself) when the command stopped where it would have begun one.
@@ -184,9 +190,9 @@ class Resident:
         from contextgraph.cli import base, cli
         from contextgraph.store import nowrite
 
-        out, err = io.BytesIO(), io.BytesIO()
-        stdout = io.TextIOWrapper(out, *request.stdout, write_through=True)
-        stderr = io.TextIOWrapper(err, *request.stderr, write_through=True)
+        writes: list[tuple[int, bytes]] = []
+        stdout = io.TextIOWrapper(_Tape(writes, 1), *request.stdout, write_through=True)
+        stderr = io.TextIOWrapper(_Tape(writes, 2), *request.stderr, write_through=True)
         saved_cwd, saved_environ = os.getcwd(), dict(os.environ)
         saved_streams = sys.stdout, sys.stderr
         os.chdir(request.cwd)
@@ -206,7 +212,9 @@ class Resident:
             os.environ.clear()
             os.environ.update(saved_environ)
             os.chdir(saved_cwd)
-        return code, out.getvalue(), err.getvalue()
+        stdout.flush()
+        stderr.flush()
+        return code, writes
 
     @contextmanager
     def _provided(self, database: str, settings: Settings) -> Iterator[ContextGraph]:
@@ -282,6 +290,30 @@ def _another_database(before: _Identity | None, now: _Identity | None) -> bool:
     if before.file != now.file:
         return True
     return before.content != now.content and before.log == now.log
+
+
+class _Tape(io.BufferedIOBase):
+    """A stream's bytes, appended to ``writes`` tagged ``which`` (consecutive ones merged)."""
+
+    def __init__(self, writes: list[tuple[int, bytes]], which: int) -> None:
+        super().__init__()
+        self.writes, self.which = writes, which
+
+    @property
+    def name(self) -> str:
+        return f"<the client's {'stdout' if self.which == 1 else 'stderr'}>"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any, /) -> int:
+        chunk = bytes(data)
+        if chunk:
+            if self.writes and self.writes[-1][0] == self.which:
+                self.writes[-1] = (self.which, self.writes[-1][1] + chunk)
+            else:
+                self.writes.append((self.which, chunk))
+        return len(chunk)
 
 
 class _Request:
