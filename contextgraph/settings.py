@@ -108,13 +108,16 @@ class Settings:
         """Read ``CONTEXTGRAPH_*`` (and the legacy community names), then apply ``overrides``."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
+        origin: dict[str, str] = {}  # field -> the variable it was read from
         for f in fields(cls):
-            raw = env.get(f"CONTEXTGRAPH_{f.name.upper()}")
+            variable = f"CONTEXTGRAPH_{f.name.upper()}"
+            raw = env.get(variable)
             if (raw is None or not raw.strip()) and f.name in _LEGACY_NAMES:
-                raw = env.get(_LEGACY_NAMES[f.name])  # an empty variable is an unset one
+                variable = _LEGACY_NAMES[f.name]  # an empty variable is an unset one
+                raw = env.get(variable)
             if raw is not None and raw.strip() != "":
                 values[f.name] = _parse(f.name, f.type, raw.strip())
-        origin = {name: _env_name(name, env) for name in values}
+                origin[f.name] = variable
         given = {k: v for k, v in overrides.items() if v is not None}
         values.update(given)
         for name in given:
@@ -133,8 +136,7 @@ class Settings:
         """
         for f in fields(self):
             value = getattr(self, f.name)
-            where = (origin or {}).get(f.name)
-            label = f"{where} ({f.name})" if where else f.name
+            label = _label(f.name, origin)
             if isinstance(value, float) and not math.isfinite(value):
                 raise InvalidArgument(f"{label} must be a finite number, not {value}")
             span = RANGES.get(f.name)
@@ -153,8 +155,7 @@ class Settings:
             )
         for name in ("half_life_days", "community_resolution"):
             if getattr(self, name) <= 0:
-                where = (origin or {}).get(name)
-                raise InvalidArgument(f"{f'{where} ({name})' if where else name} must be > 0")
+                raise InvalidArgument(f"{_label(name, origin)} must be > 0")
         return self
 
     def extraction_key(self) -> str:
@@ -182,12 +183,10 @@ class Settings:
         return out
 
 
-def _env_name(name: str, env: Mapping[str, str]) -> str:
-    """The environment variable ``name`` was read from (the legacy one only without the new)."""
-    own = f"CONTEXTGRAPH_{name.upper()}"
-    if name in _LEGACY_NAMES and not env.get(own, "").strip():
-        return _LEGACY_NAMES[name]
-    return own
+def _label(name: str, origin: Mapping[str, str] | None) -> str:
+    """How an error names the setting ``name``: with the variable it was read from, if any."""
+    where = (origin or {}).get(name)
+    return f"{where} ({name})" if where else name
 
 
 _DAY_MS = 86_400_000
