@@ -11,7 +11,6 @@ notes live in :mod:`contextgraph.mcp_write_tools`.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from contextgraph.mcp_schemas import (
     VisualizeResult,
 )
 from contextgraph.settings import Settings
+from contextgraph.store import db
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +66,7 @@ class ServerState:
                 )
                 path = self._graph.database_path
                 if path is not None:
-                    st = os.stat(path)
-                    self._file = (path, st.st_dev, st.st_ino)
+                    self._file = db.file_identity(path)
             return self._graph
 
     def _check_file(self, path: Path, device: int, inode: int) -> None:
@@ -76,14 +75,9 @@ class ServerState:
         read again. Nor does it open the new file: a ``-wal`` the old file left behind would be
         read as the new one's (SQLite ties the log to the file's name, not to the file)."""
         if self._gone is None:
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:
-                self._gone = "removed"
-            else:
-                if (st.st_dev, st.st_ino) == (device, inode):
-                    return
-                self._gone = "replaced"
+            self._gone = db.gone_from((path, device, inode))
+            if self._gone is None:
+                return
             log.warning("the database file %s was %s while the server ran", path, self._gone)
         raise ToolError(
             f"the database file {path} was {self._gone} while this server ran: restart the "

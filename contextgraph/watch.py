@@ -52,13 +52,6 @@ RESCAN_SECONDS = 300.0  # how often a watcher syncs every source in full, whatev
 LOCK_TRY_SECONDS = 0.1  # how often a watcher's sync tries the lock another sync holds
 
 
-def _identity(path: Path | None) -> tuple[Path, int, int] | None:
-    if path is None:
-        return None
-    st = os.stat(path)
-    return path, st.st_dev, st.st_ino
-
-
 class _Stopped(BaseException):
     """Raised from a sync's progress once the watcher's stop is set (past ``except Exception``,
     which keeps a watcher alive through one bad batch)."""
@@ -98,7 +91,8 @@ class Watcher:
         self._stop = threading.Event()  # run's own, once it runs
         # The database file opened (path, device, inode), and why the watch ended if it was
         # replaced or removed meanwhile (see _check_file).
-        self._file = _identity(graph.database_path)
+        path = graph.database_path
+        self._file = None if path is None else db.file_identity(path)
         self.gone: str | None = None
 
     # -- the loop ----------------------------------------------------------------------------
@@ -257,20 +251,15 @@ class Watcher:
         ``-wal`` the old file left behind would be read as the new one's."""
         if self._file is None:
             return
-        path, device, inode = self._file
         try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            gone = "removed"
+            gone = db.gone_from(self._file)
         except OSError:
             return  # cannot tell now (a folder made unreadable): the sync says what is wrong
-        else:
-            if (st.st_dev, st.st_ino) == (device, inode):
-                return
-            gone = "replaced"
+        if gone is None:
+            return
         self.gone = (
-            f"the database file {path} was {gone} while it was watched: start the watch again "
-            "to use the one there now"
+            f"the database file {self._file[0]} was {gone} while it was watched: start the "
+            "watch again to use the one there now"
         )
         self.on_state(self.gone)
         raise _Stopped

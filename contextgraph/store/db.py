@@ -97,7 +97,7 @@ def database_url(path_or_url: str | os.PathLike[str]) -> URL:
         return URL.create("sqlite", database=MEMORY)
     path = Path(raw)
     if raw == "~" or raw.startswith("~/"):  # ``~name`` is a file's name, not a user's home
-        path = path.expanduser()
+        path = path.expanduser()  # (launch.database_key, which may import nothing, the same)
     return URL.create("sqlite", database=str(path.resolve()))
 
 
@@ -120,6 +120,23 @@ def database_path(engine: Engine) -> Path | None:
     if engine.url.query.get("uri") == "true" and name.startswith("file:"):
         name = os.fsdecode(unquote_to_bytes(name[len("file:") :]))
     return Path(name).resolve()
+
+
+def file_identity(path: Path) -> tuple[Path, int, int]:
+    """(path, device, inode) of the database file at ``path``, for :func:`gone_from`."""
+    st = os.stat(path)
+    return path, st.st_dev, st.st_ino
+
+
+def gone_from(identity: tuple[Path, int, int]) -> str | None:
+    """``"removed"`` or ``"replaced"`` once the file known as ``identity`` is no longer at its
+    path; None while it is. An error other than a missing file is raised (cannot tell)."""
+    path, device, inode = identity
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "removed"
+    return None if (st.st_dev, st.st_ino) == (device, inode) else "replaced"
 
 
 def is_read_only(engine: Engine) -> bool:
