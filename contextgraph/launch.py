@@ -173,8 +173,8 @@ def fingerprint() -> str:
     """What must be equal for a server's answer to be this process's: code and interpreter.
 
     The interpreter, every module of the package by size and modification time (an upgrade or
-    an edit of an editable install changes it), and the import path's folders by modification
-    time. About a millisecond.
+    an edit of an editable install changes it), and the import path's ``site-packages`` (and
+    ``dist-packages``) folders by modification time. About a millisecond.
     """
     root = os.path.dirname(os.path.abspath(__file__))
     # surrogateescape: a path that is not UTF-8 (bytes decoded by the file system) still hashes
@@ -194,7 +194,7 @@ def fingerprint() -> str:
         if os.path.basename(os.path.normpath(entry)) not in ("site-packages", "dist-packages"):
             continue
         try:
-            changed = os.stat(entry or ".").st_mtime_ns
+            changed = os.stat(entry).st_mtime_ns
         except OSError:
             changed = -1
         digest.update(f"\0{entry}:{changed}".encode(_FS, _FS_ERRORS))
