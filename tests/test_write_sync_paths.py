@@ -149,3 +149,22 @@ def test_a_folder_that_becomes_a_virtual_environment_leaves_the_store(tmp_path: 
         (source / "sub" / "pyvenv.cfg").unlink()
         sync_paths(graph.engine, graph.settings, "A", ["sub/pyvenv.cfg"])
         assert snapshot(graph) == _fresh(tmp_path / "2", source)
+
+
+def test_a_removed_source_leaves_no_mark_behind(tmp_path: Path) -> None:
+    """A new source may get a removed one's id: it must not inherit what was said of it."""
+    from contextgraph.store import db, meta
+
+    source = tmp_path / "A"
+    source.mkdir()
+    (source / "a.md").write_text("[[Alpha]]\n", encoding="utf-8")
+    os.symlink("a.md", source / "link.md")
+    with ContextGraph.open(tmp_path / "live.db") as graph:
+        graph.sync([source], name="A")
+        (info,) = graph.sources()
+        keys = (meta.extracted(info.id), meta.linked(info.id))
+        with db.read(graph.engine) as conn:
+            assert all(meta.get(conn, key) is not None for key in keys)
+        graph.remove_source("A")
+        with db.read(graph.engine) as conn:
+            assert [meta.get(conn, key) for key in keys] == [None, None]

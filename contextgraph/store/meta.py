@@ -61,6 +61,14 @@ def extracted(source_id: int) -> str:
     return f"extracted:{source_id}"
 
 
+def forget_source(conn: Connection, source_id: int) -> None:
+    """Remove all that ``meta`` says of a source (its code graph's stale mark, its extraction
+    key, its link flag): a source registered later may be given the same id."""
+    clear_stale(conn, code_graph(source_id))
+    remove(conn, extracted(source_id))
+    remove(conn, linked(source_id))
+
+
 def get(conn: Connection, key: str) -> str | None:
     """The value stored under ``key``, or None (a primary-key lookup every BuildContext makes
     twice: compiled once, run at the driver level)."""

@@ -212,8 +212,7 @@ def forget_source(engine: Engine, settings: Settings, source: SourceInfo) -> Syn
         _rebuild_code_graph(engine, source.id)  # drops the packages only this source imported
         with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
             conn.execute(delete(T_SOURCES).where(T_SOURCES.c.id == source.id))
-            meta.clear_stale(conn, meta.code_graph(source.id))
-            meta.remove(conn, meta.extracted(source.id))
+            meta.forget_source(conn, source.id)
         _finish(engine, settings, [], report)
     report.phases["total"] = time.perf_counter() - started
     return report
@@ -415,6 +414,7 @@ def _reconcile(
         nowrite.check("read every file again")
         with db.write(engine, retry_seconds=settings.lock_retry_seconds) as conn:
             meta.remove(conn, meta.extracted(source.id))
+            meta.remove(conn, meta.linked(source.id))
     # A load into a store without any file builds some indexes once, not per row (coldload.py).
     cold = bool(jobs) and not existing and (deferred or coldload.store_is_empty(engine))
     if deferred and not cold and (jobs or gone):
