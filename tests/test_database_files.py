@@ -290,6 +290,8 @@ def test_every_sqlite_connection_reads_through_mmap(tmp_path: Path, read_only_db
     for path in (tmp_path / "rw.db", read_only_db):
         with ContextGraph.open(path) as graph, dbmod.read(graph.engine) as conn:
             assert conn.exec_driver_sql("PRAGMA mmap_size").scalar_one() == dbmod.MMAP_BYTES
+            # A negative cache_size is KiB: the bounded page cache every connection gets.
+            assert conn.exec_driver_sql("PRAGMA cache_size").scalar_one() == -dbmod.CACHE_KIB
 
 
 @pytest.mark.parametrize(
