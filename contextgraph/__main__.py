@@ -21,6 +21,7 @@ def main() -> None:
             prestarted = prestart_cold_load(argv)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
+        _drop_prestarted()  # its workers would otherwise extract what they were given first
         sys.exit(launch.EXIT_INTERRUPTED)
     if code is not None:
         sys.exit(code)
@@ -33,16 +34,22 @@ def main() -> None:
         sys.exit(launch.EXIT_INTERRUPTED)
     finally:
         if prestarted:
-            from contextgraph.sync.extraction import drop_prestarted
+            _drop_prestarted()  # the sync did not take it (an error, too few files to read)
 
-            drop_prestarted()  # the sync did not take it (an error, too few files to read)
+
+def _drop_prestarted() -> None:
+    """Shut down a pool that :func:`prestart_cold_load` started and no sync took over, its
+    chunks not yet begun cancelled."""
+    extraction = sys.modules.get("contextgraph.sync.extraction")
+    if extraction is not None:
+        extraction.drop_prestarted()
 
 
 def prestart_cold_load(argv: list[str]) -> bool:
     """For a ``sync`` of folders into a database yet to be created, whose folders hold enough
     files for a worker pool, start the pool now (:func:`contextgraph.sync.extraction.prestart`):
-    its workers start while this process imports the library (0.2 s), not once the sync has
-    begun its scan. True if one was started."""
+    its workers start, and extract every file the folders hold, while this process imports the
+    library (0.2 s), not once the sync has begun its scan. True if one was started."""
     asked = _file_sync(argv)
     if asked is None:
         return False
@@ -58,15 +65,17 @@ def prestart_cold_load(argv: list[str]) -> bool:
     from contextgraph.errors import ContextGraphError
     from contextgraph.settings import Settings
     from contextgraph.sync.extraction import POOL_THRESHOLD, prestart
+    from contextgraph.sync.lock import database_files
     from contextgraph.sync.scan import holds_at_least
 
     try:
         settings = Settings.from_env()
     except ContextGraphError:
         return False  # the CLI reports the bad setting
-    if not holds_at_least([Path(p).expanduser() for p in paths], POOL_THRESHOLD):
-        return False
-    return prestart(settings)
+    roots = [Path(p).expanduser() for p in paths]
+    if not all(root.is_dir() for root in roots) or not holds_at_least(roots, POOL_THRESHOLD):
+        return False  # the CLI reports a folder that is not one
+    return prestart(settings, roots, database_files(Path(key)))
 
 
 def unchanged_sync(argv: list[str], *, hand_over: bool = False) -> int | None:

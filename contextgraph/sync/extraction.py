@@ -6,7 +6,10 @@ order. One :class:`Extraction` serves all the folders of a sync, each taking its
 results in turn. A sync into an empty store knows during its scan that the pool will be needed
 and starts it then (:meth:`Extraction.early_start`). A CLI sync into a database yet to be
 created knows it before it loads the library, and starts the pool even earlier
-(:func:`prestart`), for the sync to take over.
+(:func:`prestart`), for the sync to take over. It also knows every file such a sync will read
+(all it finds), so it walks the folders then and hands the pool their jobs at once: the workers
+extract while this process imports the library and creates the database, and the sync takes
+the walks (:func:`prescanned`) and, when its jobs are those, their results (:meth:`begin`).
 
 This module loads no multiprocessing: a sync without a pool never imports it.
 """
@@ -14,40 +17,97 @@ This module loads no multiprocessing: a sync without a pool never imports it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from itertools import islice
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contextgraph.settings import Settings
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
 
     from contextgraph.sync.ingest import Job, Prepared
+    from contextgraph.sync.scan import ScanResult
 
 POOL_THRESHOLD = 400  # files to extract before a process pool pays for its start-up
-_prestarted: ProcessPoolExecutor | None = None  # by prestart, for the next round that needs one
 
 
-def prestart(settings: Settings) -> bool:
-    """Start the worker pool of a sync to come; True if one was started.
+@dataclass
+class _Head:
+    """What :func:`prestart` did ahead of a sync: its pool, the jobs it gave the pool (with
+    their chunks' results to come) and the walks they came from, by real root."""
+
+    pool: ProcessPoolExecutor
+    taken: bool = False  # a round took the pool over (and shuts it down)
+    jobs: list[Job] = field(default_factory=list)
+    futures: list[Future[list[Prepared]]] = field(default_factory=list)
+    walks: dict[str, ScanResult] = field(default_factory=dict)
+    exclude: list[Path] = field(default_factory=list)  # what the walks left out
+
+
+_head: _Head | None = None  # by prestart, for the next round that needs a pool
+
+
+def prestart(settings: Settings, roots: Sequence[Path] = (), exclude: Sequence[Path] = ()) -> bool:
+    """Start the worker pool of a sync to come, and its extraction of ``roots``; True if a pool
+    was started.
 
     For the CLI: a sync into a database yet to be created, of folders that hold enough files
     for a pool, will need one. Started before the library loads, its workers start while the
     CLI imports, not once the sync's scan has begun. The first round that needs a pool takes
     this one (:meth:`Extraction.start_pool`, :meth:`Extraction.begin`);
     :func:`drop_prestarted` shuts down one that none took.
+
+    Into an empty store a sync reads every file its walk finds, so the folders ``roots`` are
+    walked now (leaving out ``exclude``: the database's files) and every file found goes to the
+    pool at once, in the order the sync's sources take them (by name: a folder's own). The
+    sync takes the walks over (:func:`prescanned`), and the results if its jobs are these
+    (:meth:`Extraction.begin`); otherwise (another process filled the store meanwhile, other
+    settings) they are dropped, and the sync extracts its own.
     """
-    global _prestarted
-    if _prestarted is not None:
+    global _head
+    if _head is not None:
         return False
-    _prestarted = _started_pool(settings)
-    return _prestarted is not None
+    pool = _started_pool(settings)
+    if pool is None:
+        return False
+    _head = _Head(pool, exclude=list(exclude))
+    if roots:
+        _extract_ahead(_head, settings, roots)
+    return True
+
+
+def _extract_ahead(head: _Head, settings: Settings, roots: Sequence[Path]) -> None:
+    from contextgraph.sync.ingest import read_job
+    from contextgraph.sync.scan import scan
+    from contextgraph.sync.workers import submit_chunks
+
+    for root in sorted({os.path.realpath(r) for r in roots}, key=lambda r: (Path(r).name, r)):
+        head.walks[root] = walk = scan(Path(root), exclude=head.exclude)
+        head.jobs += [read_job(f, None, settings, root) for f in walk.files]
+    head.futures = submit_chunks(head.pool, head.jobs)
+
+
+def prescanned(root: Path, exclude: list[Path]) -> ScanResult | None:
+    """The walk of ``root`` that :func:`prestart` made, if it left out the same ``exclude``;
+    each is given once."""
+    if _head is None or _real(_head.exclude) != _real(exclude):
+        return None
+    return _head.walks.pop(os.path.realpath(root), None)
+
+
+def _real(paths: Sequence[Path]) -> list[str]:
+    return [os.path.realpath(p) for p in paths]
 
 
 def drop_prestarted() -> None:
-    """Shut down a pool :func:`prestart` started that no round took over."""
+    """Shut down a pool :func:`prestart` started that no round took over, and forget what it
+    began."""
+    global _head
     pool = _take_prestarted()
+    _head = None
     if pool is not None:
         pool.shutdown(cancel_futures=True)
 
@@ -63,9 +123,29 @@ def _started_pool(settings: Settings) -> ProcessPoolExecutor | None:
 
 
 def _take_prestarted() -> ProcessPoolExecutor | None:
-    global _prestarted
-    pool, _prestarted = _prestarted, None
-    return pool
+    """The pool :func:`prestart` started, once; the extraction it began stays to be claimed
+    (:func:`_claim_ahead`)."""
+    if _head is None or _head.taken:
+        return None
+    _head.taken = True
+    return _head.pool
+
+
+def _claim_ahead(
+    jobs: list[Job], pool: ProcessPoolExecutor | None
+) -> list[Future[list[Prepared]]] | None:
+    """The futures of the extraction :func:`prestart` began, if it was of exactly ``jobs`` and
+    ``pool`` is its pool; else None, and what it began is cancelled (a chunk already running is
+    left to end). Either way it is claimed: asked once."""
+    global _head
+    head, _head = _head, None
+    if head is None or not head.futures:
+        return None
+    if head.jobs == jobs and pool is head.pool:
+        return head.futures
+    for future in head.futures:
+        future.cancel()
+    return None
 
 
 class Extraction:
@@ -95,7 +175,8 @@ class Extraction:
             pool, self._pool = self._pool, None
             if pool is None and len(jobs) >= POOL_THRESHOLD:
                 pool = _take_prestarted()
-            self._results = iter(_prepare_all(jobs, self.settings, self.notes, pool))
+            ahead = _claim_ahead(jobs, pool)
+            self._results = iter(_prepare_all(jobs, self.settings, self.notes, pool, ahead))
 
     def take(self, count: int) -> Iterator[Prepared]:
         """The results of the next ``count`` jobs."""
@@ -113,10 +194,15 @@ class Extraction:
 
 
 def _prepare_all(
-    jobs: list[Job], settings: Settings, notes: list[str], pool: ProcessPoolExecutor | None = None
+    jobs: list[Job],
+    settings: Settings,
+    notes: list[str],
+    pool: ProcessPoolExecutor | None = None,
+    ahead: list[Future[list[Prepared]]] | None = None,
 ) -> Iterable[Prepared]:
     """The jobs' results in job order: from worker processes for a large sync, or when ``pool``
-    (started early, which this round then owns) is given; else extracted in this process."""
+    (started early, which this round then owns) is given; else extracted in this process.
+    ``ahead``: ``pool``'s futures of the jobs' chunks, given to it already (:func:`prestart`)."""
     from contextgraph.sync.ingest import prepare  # only when there is something to read
 
     workers, helpers = pool_size(settings.workers, os.cpu_count() or 1)
@@ -124,7 +210,7 @@ def _prepare_all(
         from contextgraph.sync.workers import prepare_in_pool  # multiprocessing: a large sync
 
         # notes: why no worker was usable
-        return prepare_in_pool(jobs, workers, notes.append, helpers, pool)
+        return prepare_in_pool(jobs, workers, notes.append, helpers, pool, ahead)
     return map(prepare, jobs)
 
 

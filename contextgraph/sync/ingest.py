@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from contextgraph.graph.searchterms import identifier_parts, meta_terms_of
 from contextgraph.limits import MAX_CONCEPT_LENGTH
 from contextgraph.store.identity import content_hash, nonblocking
-from contextgraph.sync.scan import inside
+from contextgraph.sync.scan import ScannedFile, inside
+
+if TYPE_CHECKING:
+    from contextgraph.settings import Settings
 
 Status = Literal["new", "same", "failed"]
 
@@ -33,6 +36,20 @@ class Job(NamedTuple):
     max_bytes: int
     root: str | None = None  # the source's real folder: what is read must lie inside it
     max_concept_length: int = MAX_CONCEPT_LENGTH  # the setting: longer names are dropped
+
+
+def read_job(file: ScannedFile, known_hash: str | None, settings: Settings, real_root: str) -> Job:
+    """The job of reading ``file``, found in the source whose real folder is ``real_root``,
+    with the limits of ``settings``; ``known_hash``: what the store has of it."""
+    return Job(
+        file.path,
+        file.abspath,
+        file.kind,
+        known_hash,
+        settings.max_file_bytes,
+        real_root,
+        settings.max_concept_length,
+    )
 
 
 class Prepared(NamedTuple):

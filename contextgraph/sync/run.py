@@ -46,7 +46,7 @@ from contextgraph.sync.apply import (
     stored_files,
     stored_under,
 )
-from contextgraph.sync.extraction import Extraction
+from contextgraph.sync.extraction import Extraction, prescanned
 from contextgraph.sync.lock import database_files, handed_scan, sync_lock
 from contextgraph.sync.report import Problem, SyncReport
 from contextgraph.sync.scan import ScannedFile, pick, scan
@@ -324,7 +324,8 @@ def _plan(
 
     A walk made under this sync's lock before it began (the CLI's check for a sync without
     work, :func:`~contextgraph.sync.lock.handed_scan`) is taken as this sync's own, with the
-    source's stored files read then, and its seconds."""
+    source's stored files read then, and its seconds; so is the walk of a new database's folder
+    made before the library loaded (:func:`~contextgraph.sync.extraction.prescanned`)."""
     t = time.perf_counter()
     if not source.root.is_dir():
         problem = Problem(source.name, ".", f"source folder {source.root} is missing")
@@ -332,7 +333,9 @@ def _plan(
     seconds = 0.0  # of a handed walk
     handed = handed_scan(source.id, source.root, exclude)
     if handed is None:
-        scanned = scan(source.root, exclude=exclude, once_found=once_found)
+        scanned = prescanned(source.root, exclude) or scan(
+            source.root, exclude=exclude, once_found=once_found
+        )
         with db.read(engine) as conn:
             existing = stored_files(conn, source.id)
     else:
@@ -481,19 +484,12 @@ def _jobs(
     ]
     if not changed:
         return []
-    from contextgraph.sync.ingest import Job  # extraction: not loaded by a no-change sync
+    from contextgraph.sync.ingest import read_job  # extraction: not loaded by a no-change sync
 
-    limit = settings.max_file_bytes
     real_root = os.path.realpath(root)
     return [
-        Job(
-            f.path,
-            f.abspath,
-            f.kind,
-            old.hash if old and old.kind == f.kind and not again else None,
-            limit,
-            real_root,
-            settings.max_concept_length,
+        read_job(
+            f, old.hash if old and old.kind == f.kind and not again else None, settings, real_root
         )
         for f, old in changed
     ]

@@ -155,20 +155,36 @@ def prepare_in_pool(
     warn: Callable[[str], None],
     helpers: int = 0,
     pool: ProcessPoolExecutor | None = None,
+    ahead: list[Future[list[Prepared]]] | None = None,
 ) -> Iterator[Prepared]:
     """``prepare`` each job in worker processes; the results come in job order. With
     ``helpers``, that many more workers take the jobs the pool has not started while the
     caller waits for a result (:func:`_pool_round`). ``pool``, a :func:`started_pool` of
-    ``workers``, is used (and shut down) instead of a new one.
+    ``workers``, is used (and shut down) instead of a new one; ``ahead`` are its futures of
+    the jobs, given to it already (:func:`submit_chunks`).
 
     A file whose extraction kills its worker process is reported ``failed`` and skipped; when
     worker processes cannot start, ``warn`` gets one line saying why and the rest is extracted
     in this process.
     """
     out = _Ordered(len(jobs))
-    left = yield from _pool_round(jobs, workers, out, helpers, pool)
+    left = yield from _pool_round(jobs, workers, out, helpers, pool, ahead)
     if left:
         yield from _recover(jobs, left, workers, out, warn)
+
+
+def submit_chunks(pool: ProcessPoolExecutor, jobs: Sequence[Job]) -> list[Future[list[Prepared]]]:
+    """Give ``pool`` every job, in chunks of :data:`CHUNK`, in order: a future per chunk, as far
+    as the pool took them (a broken pool, or one that cannot start a process, takes no more;
+    what is left is the caller's, :func:`_pool_round`)."""
+    futures: list[Future[list[Prepared]]] = []
+    try:
+        with _spawning():
+            for start in range(0, len(jobs), CHUNK):
+                futures.append(pool.submit(_prepare_chunk, list(jobs[start : start + CHUNK])))
+    except _SUBMIT_FAILED:
+        pass
+    return futures
 
 
 def _prepare_chunk(jobs: list[Job]) -> list[Prepared]:
@@ -201,6 +217,7 @@ def _pool_round(
     out: _Ordered,
     helpers: int,
     started: ProcessPoolExecutor | None = None,
+    ahead: list[Future[list[Prepared]]] | None = None,
 ) -> Generator[Prepared, None, list[int]]:
     """Extract in a process pool; the indexes of the jobs left unfinished by a broken pool.
 
@@ -211,21 +228,16 @@ def _pool_round(
     leaves idle, while one its writes bound (whose pool keeps ahead of it) never starts a
     helper. A helper holds one chunk at a time, taken while the writer waits, so it competes
     with the writer for at most that chunk; and its chunk is the next but few in order, so
-    what it holds is soon handed on.
+    what it holds is soon handed on. ``ahead``: ``started``'s futures of the chunks, given
+    to it already (:func:`submit_chunks`).
     """
     starts = range(0, len(jobs), CHUNK)
-    futures: list[Future[list[Prepared]]] = []
     with contextlib.ExitStack() as stack:
         # Its workers die with this process; leaving the block shuts it down.
         pool = stack.enter_context(_owned(started or process_pool(workers)))
         aid = stack.enter_context(_owned(process_pool(helpers, HELPER))) if helpers else None
-        try:
-            with _spawning():
-                for start in starts:
-                    part = list(jobs[start : start + CHUNK])
-                    futures.append(pool.submit(_prepare_chunk, part))
-        except _SUBMIT_FAILED:
-            pass  # broken, or no process could start: the jobs not submitted are left below
+        # Broken, or no process could start: the jobs not submitted are left below.
+        futures = list(ahead) if ahead is not None else submit_chunks(pool, jobs)
         helping = _Helping(jobs, futures, aid, helpers)
         try:
             for k in range(len(futures)):  # k is used after a break
@@ -490,4 +502,4 @@ def _recover(
         yield from out.ready()
 
 
-__all__ = ["prepare_in_pool", "process_pool", "watch_parent"]
+__all__ = ["prepare_in_pool", "process_pool", "submit_chunks", "watch_parent"]

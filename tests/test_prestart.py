@@ -1,0 +1,146 @@
+"""A CLI sync into a new database has its folders' files extracted while it loads the library
+(:func:`contextgraph.sync.extraction.prestart`); the sync takes those results only when its
+jobs are exactly the ones begun, and otherwise reads every file itself."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from contextgraph import ContextGraph, Settings
+from contextgraph.sync import extraction
+from contextgraph.sync.lock import database_files
+from tests.helpers import child_env, snapshot
+
+FILES = 450  # over POOL_THRESHOLD: the CLI starts a pool before the library loads
+
+
+def _vault(root: Path, files: int = FILES) -> Path:
+    root.mkdir()
+    for i in range(files):
+        (root / f"note-{i:05d}.md").write_text(
+            f"# Note {i}\n\n[[Topic {i % 17}]] and [[Topic {(i * 7) % 23}]] [[Only {i}]]\n",
+            encoding="utf-8",
+        )
+    return root
+
+
+def _inline(database: Path, folders: list[Path], settings: Settings) -> dict[str, object]:
+    with ContextGraph.open(database, settings=settings) as graph:
+        graph.sync(folders)
+        return snapshot(graph)
+
+
+def test_a_cli_sync_into_a_new_database_takes_what_was_extracted_before_it(
+    tmp_path: Path,
+) -> None:
+    first, second = _vault(tmp_path / "b-notes"), _vault(tmp_path / "a-notes", files=40)
+    log = tmp_path / "log"
+    site = tmp_path / "site"
+    site.mkdir()
+    # In every process of the sync: each file read is logged, and so is what the sync's round
+    # made of the extraction begun before it (taken: its futures; dropped: None).
+    (site / "sitecustomize.py").write_text(
+        textwrap.dedent(
+            f"""
+            import os
+            import contextgraph.sync.extraction as extraction
+            import contextgraph.sync.ingest as ingest
+
+            def _log(line):
+                with open({str(log)!r}, "a", encoding="utf-8") as out:
+                    out.write(line + "\\n")
+
+            _prepare, _claim = ingest.prepare, extraction._claim_ahead
+
+            def prepare(job):
+                _log("read " + job.abspath)
+                return _prepare(job)
+
+            def claim(jobs, pool):
+                ahead = _claim(jobs, pool)
+                _log(("taken " if ahead is not None else "dropped ") + str(len(jobs)))
+                return ahead
+
+            ingest.prepare, extraction._claim_ahead = prepare, claim
+            """
+        ),
+        encoding="utf-8",
+    )
+    env = child_env(CONTEXTGRAPH_NO_RESIDENT="1")
+    env["PYTHONPATH"] = f"{site}:{env['PYTHONPATH']}"
+    database = tmp_path / "g.db"
+    # The folders not in the order of the sources' names, the order the sync takes them in.
+    folders = [str(first), str(second)]
+    done = subprocess.run(
+        [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", "--json", *folders],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["sources"] == ["a-notes", "b-notes"]
+    assert report["files"]["added"] == FILES + 40
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert [line for line in lines if not line.startswith("read ")] == [f"taken {FILES + 40}"]
+    reads = [line.removeprefix("read ") for line in lines if line.startswith("read ")]
+    assert sorted(reads) == sorted(str(p) for p in [*first.iterdir(), *second.iterdir()])
+    with ContextGraph.open(database) as graph:
+        got = snapshot(graph)
+    assert got == _inline(tmp_path / "inline.db", [first, second], Settings(workers=1))
+
+
+def test_an_extraction_begun_for_other_jobs_is_dropped_and_the_sync_reads_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = _vault(tmp_path / "vault")
+    database = tmp_path / "g.db"
+    claims: list[bool] = []
+    claim = extraction._claim_ahead
+
+    def spy(jobs: list[object], pool: object) -> object:
+        ahead = claim(jobs, pool)  # type: ignore[arg-type]
+        claims.append(ahead is not None)
+        return ahead
+
+    monkeypatch.setattr(extraction, "_claim_ahead", spy)
+    # Begun under the default settings; the sync keeps concept names of up to 7 characters,
+    # so every job it makes differs from the ones begun.
+    assert extraction.prestart(Settings(), [vault], database_files(database))
+    try:
+        assert extraction.prescanned(vault, []) is None  # a walk that left out other files
+        shorter = Settings(max_concept_length=7)
+        with ContextGraph.open(database, settings=shorter) as graph:
+            graph.sync([vault])
+            got = snapshot(graph)
+    finally:
+        extraction.drop_prestarted()
+    assert claims == [False]
+    assert got == _inline(
+        tmp_path / "inline.db", [vault], Settings(workers=1, max_concept_length=7)
+    )
+    names = {row[2] for row in got["mentions"]}  # type: ignore[attr-defined]
+    assert {"only-12", "topic-3"} <= names  # 7 characters: kept
+    assert not {"only-120", "topic-10"} & names  # 8: dropped, as the sync's settings say
+
+
+def test_a_walk_made_ahead_is_given_once_and_only_for_the_same_exclusions(tmp_path: Path) -> None:
+    vault = _vault(tmp_path / "vault")
+    exclude = database_files(tmp_path / "g.db")
+    assert extraction.prestart(Settings(), [vault], exclude)
+    try:
+        assert not extraction.prestart(Settings(), [vault], exclude)  # one at a time
+        assert extraction.prescanned(vault, exclude[:1]) is None
+        walk = extraction.prescanned(tmp_path / "." / "vault", list(exclude))
+        assert walk is not None and len(walk.files) == FILES
+        assert extraction.prescanned(vault, exclude) is None  # given once
+    finally:
+        extraction.drop_prestarted()
+    assert extraction._head is None
