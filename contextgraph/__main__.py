@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import sys
 
-from contextgraph import launch
-
 
 def main() -> None:
     """Have a resident server answer (:mod:`contextgraph.launch`), else a sync that changes
-    nothing (:func:`unchanged_sync`), else run the CLI here."""
+    nothing (:func:`unchanged_sync`), else run the CLI here.
+
+    Every import is inside the ``try``: Ctrl-C during one (the first 10 ms of a run) says
+    "interrupted", not a traceback."""
     argv = sys.argv[1:]
     prestarted = False
     try:
+        from contextgraph import launch
+
         code = launch.forward(argv)
         if code is None:
             code = unchanged_sync(argv, hand_over=True)
@@ -22,7 +25,9 @@ def main() -> None:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         _drop_prestarted()  # its workers would otherwise extract what they were given first
-        sys.exit(launch.EXIT_INTERRUPTED)
+        from contextgraph.launch import EXIT_INTERRUPTED  # again, if that import was cut short
+
+        sys.exit(EXIT_INTERRUPTED)
     if code is not None:
         sys.exit(code)
     try:
@@ -98,6 +103,7 @@ def unchanged_sync(argv: list[str], *, hand_over: bool = False) -> int | None:
     report = unchanged_report(Path(key), paths, hand_over_to_sync=hand_over)
     if report is None:
         return None
+    from contextgraph import launch
     from contextgraph.sync.report import report_lines
     from contextgraph.terminal import json_text
 
@@ -118,6 +124,8 @@ def unchanged_sync(argv: list[str], *, hand_over: bool = False) -> int | None:
 def _file_sync(argv: list[str]) -> tuple[str, list[str], bool] | None:
     """(database file's real path, folder paths, ``--json``) of a plain ``sync`` line
     (:func:`contextgraph.launch.plain_sync`) on a database file; None for anything else."""
+    from contextgraph import launch
+
     asked = launch.plain_sync(argv)
     if asked is None:
         return None

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -274,6 +275,36 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path, vault: Path, write
         text=True,
     )
     assert doctor.returncode == 0 and json.loads(doctor.stdout)["ok"] is True
+
+
+def test_ctrl_c_while_the_entry_point_loads_says_interrupted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import builtins
+    import subprocess
+    import sys
+
+    from contextgraph import __main__ as entry
+
+    # Loading the entry point loads nothing of ours: its first import is inside main()'s try.
+    probe = "import sys, contextgraph.__main__; print('contextgraph.launch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], env=_env(), capture_output=True)
+    assert done.stdout.decode().strip() == "False", done.stderr
+    real, cut = builtins.__import__, []
+
+    def importing(name: str, *args: Any, **kwargs: Any) -> Any:
+        fromlist = args[2] if len(args) > 2 else kwargs.get("fromlist")
+        if name == "contextgraph" and fromlist and "launch" in fromlist and not cut:
+            cut.append(name)
+            raise KeyboardInterrupt  # Ctrl-C while that first import runs
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", importing)
+    monkeypatch.setattr(sys, "argv", ["contextgraph", "stats"])
+    with pytest.raises(SystemExit) as exited:
+        entry.main()
+    assert cut and exited.value.code == 130
+    assert capsys.readouterr().err == "interrupted\n"
 
 
 def test_global_options_are_accepted_after_the_command(
