@@ -78,8 +78,11 @@ def prestart_cold_load(argv: list[str]) -> bool:
     except ContextGraphError:
         return False  # the CLI reports the bad setting
     roots = [Path(p).expanduser() for p in paths]
-    if not all(root.is_dir() for root in roots) or not holds_at_least(roots, POOL_THRESHOLD):
+    if not all(root.is_dir() for root in roots):
         return False  # the CLI reports a folder that is not one
+    folders = [Path(real) for real in dict.fromkeys(os.path.realpath(root) for root in roots)]
+    if not holds_at_least(folders, POOL_THRESHOLD):  # a folder named twice counts once
+        return False
     return prestart(settings, roots, database_files(Path(key)))
 
 

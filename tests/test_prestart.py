@@ -83,6 +83,7 @@ def test_a_cli_sync_into_a_new_database_takes_what_was_extracted_before_it(
     report = json.loads(done.stdout)
     assert report["sources"] == ["a-notes", "b-notes"]
     assert report["files"]["added"] == FILES + 40
+    assert report["seconds"]["scan"] > 0  # the walk made before the sync, counted in it
     lines = log.read_text(encoding="utf-8").splitlines()
     assert [line for line in lines if not line.startswith("read ")] == [f"taken {FILES + 40}"]
     reads = [line.removeprefix("read ") for line in lines if line.startswith("read ")]
@@ -109,6 +110,8 @@ def test_an_extraction_begun_for_other_jobs_is_dropped_and_the_sync_reads_its_ow
     # Begun under the default settings; the sync keeps concept names of up to 7 characters,
     # so every job it makes differs from the ones begun.
     assert extraction.prestart(Settings(), [vault], database_files(database))
+    head = extraction._head
+    assert head is not None
     try:
         assert extraction.prescanned(vault, []) is None  # a walk that left out other files
         shorter = Settings(max_concept_length=7)
@@ -118,6 +121,9 @@ def test_an_extraction_begun_for_other_jobs_is_dropped_and_the_sync_reads_its_ow
     finally:
         extraction.drop_prestarted()
     assert claims == [False]
+    assert extraction._head is None
+    assert all(f.done() for f in head.futures)  # cancelled, or a chunk that had begun
+    assert sum(f.cancelled() for f in head.futures) > len(head.futures) // 2
     assert got == _inline(
         tmp_path / "inline.db", [vault], Settings(workers=1, max_concept_length=7)
     )
@@ -133,9 +139,106 @@ def test_a_walk_made_ahead_is_given_once_and_only_for_the_same_exclusions(tmp_pa
     try:
         assert not extraction.prestart(Settings(), [vault], exclude)  # one at a time
         assert extraction.prescanned(vault, exclude[:1]) is None
-        walk = extraction.prescanned(tmp_path / "." / "vault", list(exclude))
-        assert walk is not None and len(walk.files) == FILES
+        given = extraction.prescanned(tmp_path / "." / "vault", list(exclude))
+        assert given is not None
+        walk, seconds = given
+        assert len(walk.files) == FILES and seconds > 0
         assert extraction.prescanned(vault, exclude) is None  # given once
     finally:
         extraction.drop_prestarted()
     assert extraction._head is None
+
+
+def test_a_walk_made_before_another_process_filled_the_store_is_not_taken(
+    tmp_path: Path,
+) -> None:
+    vault = _vault(tmp_path / "vault")
+    database = tmp_path / "g.db"
+    assert extraction.prestart(Settings(), [vault], database_files(database))
+    head = extraction._head
+    assert head is not None
+    try:
+        # Meanwhile a note appears and another process syncs the folder into the database.
+        (vault / "late.md").write_text("[[Late Topic]] [[Topic 1]]\n", encoding="utf-8")
+        other = subprocess.run(
+            [sys.executable, "-m", "contextgraph", "--db", str(database), "sync", str(vault)],
+            env=child_env(CONTEXTGRAPH_NO_RESIDENT="1"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert other.returncode == 0, other.stderr[-3000:]
+        with ContextGraph.open(database) as graph:
+            report = graph.sync([vault])
+            got = snapshot(graph)
+    finally:
+        extraction.drop_prestarted()
+    # The walk made before late.md existed would have taken it for gone.
+    assert (report.scanned, report.deleted, report.unchanged) == (FILES + 1, 0, FILES + 1)
+    assert extraction._head is None and head.pool._shutdown_thread  # dropped at once
+    assert got == _inline(tmp_path / "inline.db", [vault], Settings(workers=1))
+
+
+def test_a_sync_that_fails_before_its_first_file_cancels_what_was_begun(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextgraph.sync import run
+
+    vault = _vault(tmp_path / "vault")
+    database = tmp_path / "g.db"
+    assert extraction.prestart(Settings(), [vault], database_files(database))
+    head = extraction._head
+    assert head is not None
+
+    def failing(*args: object, **kwargs: object) -> bool:
+        raise RuntimeError("the writer failed before its first file")
+
+    monkeypatch.setattr(run, "_reconcile", failing)
+    try:
+        with ContextGraph.open(database) as graph, pytest.raises(RuntimeError, match="writer"):
+            graph.sync([vault])
+    finally:
+        extraction.drop_prestarted()
+    # Every chunk not begun is cancelled: the process does not extract them all before exit.
+    assert head.pool._shutdown_thread
+    assert sum(f.cancelled() for f in head.futures) > len(head.futures) // 2
+
+
+@pytest.mark.parametrize("taken", [0, 5], ids=["no file", "five files"])
+def test_a_sync_with_nothing_to_read_or_too_little_for_the_pool_drops_what_was_begun(
+    tmp_path: Path, taken: int
+) -> None:
+    vault = _vault(tmp_path / "vault")
+    assert extraction.prestart(Settings(), [vault], [])
+    head = extraction._head
+    assert head is not None
+    few = head.jobs[:taken]  # under POOL_THRESHOLD: extracted in this process
+    try:
+        with extraction.Extraction(Settings()) as round_:
+            round_.begin(few)
+            assert [p.path for p in round_.take(len(few))] == [job.path for job in few]
+    finally:
+        extraction.drop_prestarted()
+    assert extraction._head is None
+    assert head.pool._shutdown_thread and not head.taken
+    assert sum(f.cancelled() for f in head.futures) > len(head.futures) // 2
+
+
+def test_a_folder_named_twice_counts_once_for_the_pool(tmp_path: Path) -> None:
+    from contextgraph.__main__ import prestart_cold_load
+
+    vault = _vault(tmp_path / "vault", files=250)  # twice 250 would pass POOL_THRESHOLD
+    (tmp_path / "alias").symlink_to(vault)
+    argv = [
+        "--db",
+        str(tmp_path / "g.db"),
+        "sync",
+        str(vault),
+        f"{vault}/",
+        str(tmp_path / "alias"),
+    ]
+    try:
+        assert not prestart_cold_load(argv)
+        assert extraction._head is None
+    finally:
+        extraction.drop_prestarted()

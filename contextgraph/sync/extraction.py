@@ -17,6 +17,7 @@ This module loads no multiprocessing: a sync without a pool never imports it.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -43,7 +44,7 @@ class _Head:
     taken: bool = False  # a round took the pool over (and shuts it down)
     jobs: list[Job] = field(default_factory=list)
     futures: list[Future[list[Prepared]]] = field(default_factory=list)
-    walks: dict[str, ScanResult] = field(default_factory=dict)
+    walks: dict[str, tuple[ScanResult, float]] = field(default_factory=dict)  # with seconds
     exclude: list[Path] = field(default_factory=list)  # what the walks left out
 
 
@@ -85,14 +86,18 @@ def _extract_ahead(head: _Head, settings: Settings, roots: Sequence[Path]) -> No
     from contextgraph.sync.workers import submit_chunks
 
     for root in sorted({os.path.realpath(r) for r in roots}, key=lambda r: (Path(r).name, r)):
-        head.walks[root] = walk = scan(Path(root), exclude=head.exclude)
+        started = time.perf_counter()
+        walk = scan(Path(root), exclude=head.exclude)
+        head.walks[root] = walk, time.perf_counter() - started
         head.jobs += [read_job(f, None, settings, root) for f in walk.files]
     head.futures = submit_chunks(head.pool, head.jobs)
 
 
-def prescanned(root: Path, exclude: list[Path]) -> ScanResult | None:
-    """The walk of ``root`` that :func:`prestart` made, if it left out the same ``exclude``;
-    each is given once."""
+def prescanned(root: Path, exclude: list[Path]) -> tuple[ScanResult, float] | None:
+    """The walk of ``root`` that :func:`prestart` made, and its seconds, if it left out the same
+    ``exclude``; each is given once. Only a sync into an empty store may take it: one that
+    finds files stored (another process synced meanwhile) drops it (:func:`drop_prestarted`),
+    as a walk made before its lock would take for gone a file stored since."""
     if _head is None or _real(_head.exclude) != _real(exclude):
         return None
     return _head.walks.pop(os.path.realpath(root), None)
@@ -103,13 +108,19 @@ def _real(paths: Sequence[Path]) -> list[str]:
 
 
 def drop_prestarted() -> None:
-    """Shut down a pool :func:`prestart` started that no round took over, and forget what it
-    began."""
+    """Forget what :func:`prestart` began: its chunks not yet begun are cancelled, and its pool,
+    if no round took it over, shut down without waiting (a worker ends once its chunk is done)."""
     global _head
-    pool = _take_prestarted()
-    _head = None
-    if pool is not None:
-        pool.shutdown(cancel_futures=True)
+    head, _head = _head, None
+    if head is not None:
+        _drop(head)
+
+
+def _drop(head: _Head) -> None:
+    for future in head.futures:
+        future.cancel()
+    if not head.taken:
+        head.pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _started_pool(settings: Settings) -> ProcessPoolExecutor | None:
@@ -139,12 +150,11 @@ def _claim_ahead(
     left to end). Either way it is claimed: asked once."""
     global _head
     head, _head = _head, None
-    if head is None or not head.futures:
+    if head is None:
         return None
-    if head.jobs == jobs and pool is head.pool:
+    if head.futures and head.jobs == jobs and pool is head.pool:
         return head.futures
-    for future in head.futures:
-        future.cancel()
+    _drop(head)
     return None
 
 
@@ -158,6 +168,7 @@ class Extraction:
         self.notes: list[str] = []  # about the extraction as a whole (no worker usable)
         self._results: Iterator[Prepared] = iter(())
         self._pool: ProcessPoolExecutor | None = None  # started before the jobs were known
+        self._round_pool: ProcessPoolExecutor | None = None  # that pool, once begin used it
 
     def early_start(self) -> tuple[int, Callable[[], None]]:
         """(files, call): a scan that has found that many files calls :meth:`start_pool`."""
@@ -171,12 +182,15 @@ class Extraction:
 
     def begin(self, jobs: list[Job]) -> None:
         """Start extracting ``jobs`` (in the pool started early, if any)."""
-        if jobs:
-            pool, self._pool = self._pool, None
-            if pool is None and len(jobs) >= POOL_THRESHOLD:
-                pool = _take_prestarted()
-            ahead = _claim_ahead(jobs, pool)
-            self._results = iter(_prepare_all(jobs, self.settings, self.notes, pool, ahead))
+        if not jobs:
+            _claim_ahead(jobs, None)  # nothing to read: what a prestart began is dropped
+            return
+        pool, self._pool = self._pool, None
+        if pool is None and len(jobs) >= POOL_THRESHOLD:
+            pool = _take_prestarted()
+        ahead = _claim_ahead(jobs, pool)
+        self._round_pool = pool
+        self._results = iter(_prepare_all(jobs, self.settings, self.notes, pool, ahead))
 
     def take(self, count: int) -> Iterator[Prepared]:
         """The results of the next ``count`` jobs."""
@@ -191,6 +205,10 @@ class Extraction:
             close()
         if self._pool is not None:  # started, and no jobs took it over (none, or an error)
             self._pool.shutdown(cancel_futures=True)
+        if self._round_pool is not None:
+            # Shut down by the pool's generator when it ran; one never read (the sync failed
+            # before its first file) would leave every chunk given to it to run before exit.
+            self._round_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _prepare_all(

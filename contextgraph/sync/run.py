@@ -46,7 +46,7 @@ from contextgraph.sync.apply import (
     stored_files,
     stored_under,
 )
-from contextgraph.sync.extraction import Extraction, prescanned
+from contextgraph.sync.extraction import Extraction, drop_prestarted, prescanned
 from contextgraph.sync.lock import database_files, handed_scan, sync_lock
 from contextgraph.sync.report import Problem, SyncReport
 from contextgraph.sync.scan import ScannedFile, pick, scan
@@ -109,6 +109,8 @@ def run_sync(
             early = None
             if not nowrite.active() and coldload.store_is_empty(engine):
                 early = round_.early_start()
+            else:  # what a prestart walked and began before this lock: an empty store's only
+                drop_prestarted()
             plans = [_plan(engine, settings, source, exclude, report, early) for source in chosen]
             round_.begin([job for plan in plans for job in plan.jobs])
             for plan in plans:
@@ -330,11 +332,12 @@ def _plan(
     if not source.root.is_dir():
         problem = Problem(source.name, ".", f"source folder {source.root} is missing")
         return _Plan(source, missing=True, problems=[problem])
-    seconds = 0.0  # of a handed walk
+    seconds = 0.0  # of a walk made before the sync began
     handed = handed_scan(source.id, source.root, exclude)
     if handed is None:
-        scanned = prescanned(source.root, exclude) or scan(
-            source.root, exclude=exclude, once_found=once_found
+        scanned, seconds = prescanned(source.root, exclude) or (
+            scan(source.root, exclude=exclude, once_found=once_found),
+            0.0,
         )
         with db.read(engine) as conn:
             existing = stored_files(conn, source.id)
