@@ -501,6 +501,40 @@ def test_a_refused_database_left_with_a_wal_is_not_written(
     assert wal.read_bytes() == log
 
 
+@pytest.mark.parametrize("journal", ["wal", "rollback"])
+def test_a_cli_sync_of_another_applications_database_changes_no_file(
+    tmp_path: Path, notes: Path, journal: str
+) -> None:
+    # The CLI's first try, the no-change check that runs before the library loads, opened the
+    # file read-write: SQLite copied the other program's -wal into it as it closed, and the
+    # lock file was left beside it.
+    from helpers import child_env
+
+    from contextgraph.__main__ import unchanged_sync
+
+    if journal == "wal":
+        target = tmp_path / "other.db"
+        _crashed_in_wal(target, ["moz_places"])
+    else:
+        target = _foreign(tmp_path)
+
+    def files() -> dict[str, bytes]:  # -shm is a reader's shared memory: any reader writes it
+        found = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+        return {k: b"" if k.endswith("-shm") else v for k, v in found.items()}
+
+    before = files()
+    assert unchanged_sync(["--db", str(target), "sync", str(notes)]) is None
+    done = subprocess.run(
+        [sys.executable, "-m", "contextgraph", "--db", str(target), "sync", str(notes)],
+        env=child_env(CONTEXTGRAPH_NO_RESIDENT="1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "another application" in done.stderr, done.stderr
+    assert files() == before  # the file and its -wal as they were, and no lock file beside
+
+
 @pytest.mark.parametrize("revision", [None, "0099_future"], ids=["foreign", "newer"])
 def test_a_refused_database_keeps_its_journal_mode(
     runner: CliRunner, tmp_path: Path, revision: str | None

@@ -127,7 +127,7 @@ def unchanged_report(
             settings = Settings.from_env()
         except ContextGraphError:
             return None  # the full run reports the bad setting
-    if settings.weights_min_notes > 0 or not _writable_file(db_path):
+    if settings.weights_min_notes > 0 or not _writable_file(db_path) or not _ours(db_path):
         return None
     started = time.perf_counter()
     report = SyncReport()
@@ -170,6 +170,31 @@ def _writable_file(path: Path) -> bool:
     return path.is_file() and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
 
 
+def _connect(db_path: Path, mode: str, timeout: float = 5.0) -> sqlite3.Connection:
+    quoted = str(db_path).replace("%", "%25").replace("?", "%3F").replace("#", "%23")
+    return sqlite3.connect(
+        f"file:{quoted}?mode={mode}", uri=True, timeout=timeout, isolation_level=None
+    )
+
+
+def _ours(db_path: Path) -> bool:
+    """Whether ``db_path`` is a contextgraph database at the head revision, in WAL mode: the
+    only kind this check syncs. Asked before its lock file is made and before any read-write
+    connection opens the file: such a connection would copy another program's ``-wal`` into
+    its file when it closed (store.ownership says why); a read-only one changes nothing."""
+    try:
+        conn = _connect(db_path, "ro")
+    except sqlite3.Error:
+        return False
+    try:
+        wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        return wal and _rows(conn, "revision") == [(SCHEMA_HEAD,)]
+    except sqlite3.Error:
+        return False  # not a database, or not ours: the full run says which
+    finally:
+        conn.close()
+
+
 def _rows(conn: sqlite3.Connection, name: str, **values: Any) -> list[tuple[Any, ...]]:
     text, constants = SQL[name]
     return conn.execute(text, {**constants, **values}).fetchall()
@@ -186,13 +211,7 @@ def _sync(
     """Fill ``report`` as the full sync would, or raise :class:`_Changed`; each source's
     walk goes to ``scans``. ``walk_all``: once a source has work to do, still walk the others
     (for the sync that takes the walks over) before raising."""
-    quoted = str(db_path).replace("%", "%25").replace("?", "%3F").replace("#", "%23")
-    conn = sqlite3.connect(
-        f"file:{quoted}?mode=rw",
-        uri=True,
-        timeout=settings.busy_timeout_ms / 1000,
-        isolation_level=None,
-    )
+    conn = _connect(db_path, "rw", settings.busy_timeout_ms / 1000)
     try:
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             raise _Changed  # the full open switches it
