@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import sys
 
+TYPE_CHECKING = False  # typing itself costs a light CLI run 20 ms; mypy honours the name
+if TYPE_CHECKING:
+    from typing import TextIO
+
 
 def main() -> None:
     """Have a resident server answer (:mod:`contextgraph.launch`), else a sync that changes
@@ -77,11 +81,14 @@ def prestart_cold_load(argv: list[str]) -> bool:
         settings = Settings.from_env()
     except ContextGraphError:
         return False  # the CLI reports the bad setting
-    roots = [Path(p).expanduser() for p in paths]
-    if not all(root.is_dir() for root in roots):
-        return False  # the CLI reports a folder that is not one
-    folders = [Path(real) for real in dict.fromkeys(os.path.realpath(root) for root in roots)]
-    if not holds_at_least(folders, POOL_THRESHOLD):  # a folder named twice counts once
+    try:
+        roots = [Path(p).expanduser() for p in paths]
+        if not all(root.is_dir() for root in roots):
+            return False  # the CLI reports a folder that is not one
+        folders = [Path(real) for real in dict.fromkeys(os.path.realpath(root) for root in roots)]
+        if not holds_at_least(folders, POOL_THRESHOLD):  # a folder named twice counts once
+            return False
+    except (OSError, RuntimeError):  # a name too long, ``~nobody``: the CLI says which
         return False
     return prestart(settings, roots, database_files(Path(key)))
 
@@ -112,16 +119,21 @@ def unchanged_sync(argv: list[str], *, hand_over: bool = False) -> int | None:
 
     try:
         if as_json:
-            sys.stdout.write(json_text(report.as_dict()) + "\n")
+            _put(sys.stdout, json_text(report.as_dict()) + "\n")
         else:
             for line, to_stderr in report_lines(report):
-                stream = sys.stderr if to_stderr else sys.stdout
-                stream.write(line + "\n")
-                stream.flush()
-        sys.stdout.flush()
+                _put(sys.stderr if to_stderr else sys.stdout, line + "\n")
     except BrokenPipeError:  # the reader went away (`| head`): end quietly, as the CLI does
         launch.quiet_closed_stdout()
+    except OSError as exc:  # a full disk, say
+        return launch.unwritten(exc)
     return 0
+
+
+def _put(stream: TextIO | None, text: str) -> None:
+    if stream is not None:  # None: that descriptor was closed (``>&-``), as the CLI skips it
+        stream.write(text)
+        stream.flush()
 
 
 def _file_sync(argv: list[str]) -> tuple[str, list[str], bool] | None:

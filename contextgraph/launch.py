@@ -280,6 +280,8 @@ def forward(argv: Sequence[str]) -> int | None:
     except BrokenPipeError:  # the reader went away (`| head`): end quietly, as the CLI does
         quiet_closed_stdout()
         return 0
+    except OSError as exc:  # a full disk, say
+        return unwritten(exc)
     return code
 
 
@@ -333,6 +335,19 @@ def quiet_closed_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass  # no real stdout to redirect (a test runner's buffer): nothing will flush it
+
+
+def unwritten(exc: OSError) -> int:
+    """A run whose answer could not be written (a full disk): one line on stderr, and status 1,
+    as the CLI ends on an error; the output still buffered goes nowhere at exit."""
+    if sys.stderr is not None:
+        try:
+            sys.stderr.write(f"Error: cannot write the answer: {exc.strerror or exc}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass  # stderr fails too: the status says it
+    quiet_closed_stdout()
+    return 1
 
 
 def _write(stream: TextIO, data: bytes) -> None:

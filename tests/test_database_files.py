@@ -533,6 +533,9 @@ def test_a_cli_sync_of_another_applications_database_changes_no_file(
     )
     assert done.returncode == 1 and "another application" in done.stderr, done.stderr
     assert files() == before  # the file and its -wal as they were, and no lock file beside
+    code, _out, err = run(CliRunner(), "--db", str(target), "stats")
+    assert code == 1 and "another application" in err, err
+    assert files() == before
 
 
 @pytest.mark.parametrize("revision", [None, "0099_future"], ids=["foreign", "newer"])

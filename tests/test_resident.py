@@ -618,3 +618,20 @@ def test_a_served_commands_two_streams_come_out_in_the_order_written(
     assert merged() == here
     assert here.index(b"time:") > next(i for i, x in enumerate(here) if x.startswith(b"failed:"))
     assert server.stop() == (0, "stopped after 1 queries")
+
+
+def test_a_forwarded_answer_that_cannot_be_written_is_one_line(
+    server: Server, synced: Path
+) -> None:
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "contextgraph", "--db", str(synced), "stats"],
+            env=_env(),
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=120,
+        )
+    assert done.returncode == 1
+    assert done.stderr == b"Error: cannot write the answer: No space left on device\n"
+    code, last = server.stop()
+    assert code == 0 and last == "stopped after 1 queries"  # the server answered it

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from helpers import Writer, snapshot
+from helpers import Writer, child_env, snapshot
 
 from contextgraph import ContextGraph
 from contextgraph.__main__ import unchanged_sync
@@ -457,3 +457,39 @@ def test_a_handed_walk_is_given_once_and_only_for_the_same_exclusions(db_path: P
         assert handed_scan(1, Path("/notes"), own) == handed
         assert handed_scan(1, Path("/notes"), own) is None
     assert _lock_is_free(db_path)
+
+
+def test_paths_the_os_refuses_go_to_the_full_run_without_a_traceback(tmp_path: Path) -> None:
+    from contextgraph.__main__ import prestart_cold_load
+
+    long_name = "x" * 300  # over NAME_MAX: every call on it fails with ENAMETOOLONG
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for argv in (
+        ["--db", str(tmp_path / f"{long_name}.db"), "sync", str(folder)],
+        ["--db", str(tmp_path / "g.db"), "sync", str(tmp_path / long_name)],
+        ["--db", str(tmp_path / "g.db"), "sync", "~nosuchuser-contextgraph/notes"],
+    ):
+        assert unchanged_sync(argv) is None, argv
+        assert prestart_cold_load(argv) is False, argv
+
+
+@pytest.mark.parametrize("redirect", [">/dev/full", ">&-"], ids=["disk full", "closed"])
+def test_an_answer_that_cannot_be_written_is_one_line_or_nothing(
+    tmp_path: Path, redirect: str
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("[[Alpha]] [[Beta]]\n", encoding="utf-8")
+    database = tmp_path / "g.db"
+    env = child_env(CONTEXTGRAPH_NO_RESIDENT="1")
+    command = f'"{sys.executable}" -m contextgraph --db "{database}" sync "{folder}"'
+    assert subprocess.run(command, shell=True, env=env, capture_output=True).returncode == 0
+    done = subprocess.run(
+        f"{command} {redirect}", shell=True, env=env, capture_output=True, text=True
+    )
+    if redirect == ">&-":  # as the CLI does: nothing to write to, nothing said
+        assert (done.returncode, done.stderr) == (0, "")
+    else:
+        assert done.returncode == 1
+        assert done.stderr == "Error: cannot write the answer: No space left on device\n"

@@ -10,15 +10,14 @@ SQLite file (no tables) is fine: it becomes a contextgraph database.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from sqlalchemy import Connection, column, inspect, select, table
 
 from contextgraph.errors import DatabaseError
+from contextgraph.store.peek import read_only_uri
 
 ALEMBIC_TABLE = "alembic_version"
 # Tables every contextgraph schema has had since its first revision (0001_core).
@@ -84,15 +83,14 @@ def refuse_foreign_file(path: Path, where: str, timeout_seconds: float) -> None:
     A read-write connection would change another program's file before the schema check
     could refuse it: SQLite recovers a ``-wal`` left by a crash and copies it into the file
     when its last connection closes, and the first connection switches a file that is not in
-    WAL mode to it. A read-only one changes neither. A file SQLite cannot read as a database
-    (or cannot read now) passes: opening it reports what it is, as before.
+    WAL mode to it. A read-only one changes neither (:mod:`contextgraph.store.peek`). A file
+    SQLite cannot read as a database (or cannot read now) passes: opening it reports what it
+    is, as before.
     """
     try:
         if path.stat().st_size == 0:
             return
-        conn = sqlite3.connect(
-            f"file:{quote(os.fsencode(path))}?mode=ro", uri=True, timeout=timeout_seconds
-        )
+        conn = sqlite3.connect(read_only_uri(path), uri=True, timeout=timeout_seconds)
     except (OSError, sqlite3.Error):
         return
     try:

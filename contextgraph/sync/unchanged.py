@@ -47,6 +47,7 @@ from contextgraph.errors import ContextGraphError, SyncInProgress
 from contextgraph.settings import Settings
 from contextgraph.store import nowrite
 from contextgraph.store.head import SCHEMA_HEAD
+from contextgraph.store.peek import in_wal_mode, read_only_uri
 from contextgraph.sync.lock import database_files, hand_over, lock_file
 from contextgraph.sync.report import Problem, SyncReport
 from contextgraph.sync.scan import ScannedFile, ScanResult, scan
@@ -144,7 +145,7 @@ def unchanged_report(
             hand_over(fd, database_files(db_path), scans)
             fd = -1  # held on for the sync that runs next
         return None  # the full run redoes the rest
-    except (sqlite3.Error, OSError):
+    except (sqlite3.Error, OSError, RuntimeError):  # RuntimeError: ``~nobody`` (expanduser)
         return None  # the full run meets the error again and reports it
     finally:
         if fd >= 0:
@@ -167,30 +168,28 @@ def may_read_refusing(jobs: Sequence[Job], existing: Mapping[str, object]) -> bo
 def _writable_file(path: Path) -> bool:
     """An existing database file the full sync would open for writing (else it creates one, or
     opens it read-only and refuses the sync)."""
-    return path.is_file() and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-
-
-def _connect(db_path: Path, mode: str, timeout: float = 5.0) -> sqlite3.Connection:
-    quoted = str(db_path).replace("%", "%25").replace("?", "%3F").replace("#", "%23")
-    return sqlite3.connect(
-        f"file:{quoted}?mode={mode}", uri=True, timeout=timeout, isolation_level=None
-    )
+    try:
+        return path.is_file() and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    except OSError:
+        return False  # a name the OS refuses (too long): the full run says so
 
 
 def _ours(db_path: Path) -> bool:
     """Whether ``db_path`` is a contextgraph database at the head revision, in WAL mode: the
     only kind this check syncs. Asked before its lock file is made and before any read-write
     connection opens the file: such a connection would copy another program's ``-wal`` into
-    its file when it closed (store.ownership says why); a read-only one changes nothing."""
+    its file when it closed (store.ownership says why). A file that is not an SQLite database
+    in WAL mode is not even opened (:mod:`contextgraph.store.peek`)."""
+    if not in_wal_mode(db_path):
+        return False  # not a database in WAL mode: the full run switches it, or refuses it
     try:
-        conn = _connect(db_path, "ro")
+        conn = sqlite3.connect(read_only_uri(db_path), uri=True, isolation_level=None)
     except sqlite3.Error:
         return False
     try:
-        wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        return wal and _rows(conn, "revision") == [(SCHEMA_HEAD,)]
+        return _rows(conn, "revision") == [(SCHEMA_HEAD,)]
     except sqlite3.Error:
-        return False  # not a database, or not ours: the full run says which
+        return False  # not ours: the full run says why
     finally:
         conn.close()
 
@@ -211,7 +210,13 @@ def _sync(
     """Fill ``report`` as the full sync would, or raise :class:`_Changed`; each source's
     walk goes to ``scans``. ``walk_all``: once a source has work to do, still walk the others
     (for the sync that takes the walks over) before raising."""
-    conn = _connect(db_path, "rw", settings.busy_timeout_ms / 1000)
+    quoted = str(db_path).replace("%", "%25").replace("?", "%3F").replace("#", "%23")
+    conn = sqlite3.connect(
+        f"file:{quoted}?mode=rw",
+        uri=True,
+        timeout=settings.busy_timeout_ms / 1000,
+        isolation_level=None,
+    )
     try:
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             raise _Changed  # the full open switches it
