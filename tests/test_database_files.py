@@ -501,6 +501,25 @@ def test_a_refused_database_left_with_a_wal_is_not_written(
     assert wal.read_bytes() == log
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_database_path_that_is_not_a_regular_file_is_refused_and_nothing_made_beside(
+    runner: CliRunner, tmp_path: Path, notes: Path, kind: str
+) -> None:
+    target = tmp_path / "graph.db"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:  # a character device like /dev/null: SQLite made graph.db-journal beside it
+        try:
+            os.mknod(target, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        except OSError as exc:
+            pytest.skip(f"cannot make a device here: {exc}")
+    for args in (("stats",), ("sync", str(notes))):
+        code, _out, err = run(runner, "--db", str(target), *args)
+        assert code == 1 and one_line(err), (args, err)
+        assert "is not a regular file" in err, err
+    assert sorted(p.name for p in tmp_path.glob("graph.db*")) == ["graph.db"]
+
+
 @pytest.mark.parametrize("journal", ["wal", "rollback"])
 def test_a_cli_sync_of_another_applications_database_changes_no_file(
     tmp_path: Path, notes: Path, journal: str

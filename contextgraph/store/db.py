@@ -217,6 +217,8 @@ def make_engine(
                 raise DatabaseError(
                     f"cannot create the database folder {path.parent}: {exc.strerror or exc}"
                 ) from exc
+        elif not path.is_file():  # a device or a named pipe: SQLite would make a -journal beside it
+            raise DatabaseError(f"the database path {path} is not a regular file")
         else:
             refuse_foreign_file(path, f"the database at {path}", busy_timeout_ms / 1000)
             if not _writable(path):
