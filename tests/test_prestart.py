@@ -25,6 +25,14 @@ def _vault(root: Path, files: int = FILES) -> Path:
     return root
 
 
+def _begin(tmp_path: Path) -> tuple[Path, Path, extraction._Head]:
+    """A vault, a database path, and the extraction of the vault that a prestart began for it."""
+    vault, database = _vault(tmp_path / "vault"), tmp_path / "g.db"
+    assert extraction.prestart(Settings(), [vault], database_files(database))
+    assert extraction._head is not None
+    return vault, database, extraction._head
+
+
 def _inline(database: Path, folders: list[Path], settings: Settings) -> dict[str, object]:
     with ContextGraph.open(database, settings=settings) as graph:
         graph.sync(folders)
@@ -96,8 +104,6 @@ def test_a_cli_sync_into_a_new_database_takes_what_was_extracted_before_it(
 def test_an_extraction_begun_for_other_jobs_is_dropped_and_the_sync_reads_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    vault = _vault(tmp_path / "vault")
-    database = tmp_path / "g.db"
     claims: list[bool] = []
     claim = extraction._claim_ahead
 
@@ -109,9 +115,7 @@ def test_an_extraction_begun_for_other_jobs_is_dropped_and_the_sync_reads_its_ow
     monkeypatch.setattr(extraction, "_claim_ahead", spy)
     # Begun under the default settings; the sync keeps concept names of up to 7 characters,
     # so every job it makes differs from the ones begun.
-    assert extraction.prestart(Settings(), [vault], database_files(database))
-    head = extraction._head
-    assert head is not None
+    vault, database, head = _begin(tmp_path)
     try:
         assert extraction.prescanned(vault, []) is None  # a walk that left out other files
         shorter = Settings(max_concept_length=7)
@@ -152,11 +156,7 @@ def test_a_walk_made_ahead_is_given_once_and_only_for_the_same_exclusions(tmp_pa
 def test_a_walk_made_before_another_process_filled_the_store_is_not_taken(
     tmp_path: Path,
 ) -> None:
-    vault = _vault(tmp_path / "vault")
-    database = tmp_path / "g.db"
-    assert extraction.prestart(Settings(), [vault], database_files(database))
-    head = extraction._head
-    assert head is not None
+    vault, database, head = _begin(tmp_path)
     try:
         # Meanwhile a note appears and another process syncs the folder into the database.
         (vault / "late.md").write_text("[[Late Topic]] [[Topic 1]]\n", encoding="utf-8")
@@ -184,11 +184,7 @@ def test_a_sync_that_fails_before_its_first_file_cancels_what_was_begun(
 ) -> None:
     from contextgraph.sync import run
 
-    vault = _vault(tmp_path / "vault")
-    database = tmp_path / "g.db"
-    assert extraction.prestart(Settings(), [vault], database_files(database))
-    head = extraction._head
-    assert head is not None
+    vault, database, head = _begin(tmp_path)
 
     def failing(*args: object, **kwargs: object) -> bool:
         raise RuntimeError("the writer failed before its first file")
@@ -208,10 +204,7 @@ def test_a_sync_that_fails_before_its_first_file_cancels_what_was_begun(
 def test_a_sync_with_nothing_to_read_or_too_little_for_the_pool_drops_what_was_begun(
     tmp_path: Path, taken: int
 ) -> None:
-    vault = _vault(tmp_path / "vault")
-    assert extraction.prestart(Settings(), [vault], [])
-    head = extraction._head
-    assert head is not None
+    head = _begin(tmp_path)[2]
     few = head.jobs[:taken]  # under POOL_THRESHOLD: extracted in this process
     try:
         with extraction.Extraction(Settings()) as round_:
