@@ -296,8 +296,8 @@ def test_bad_roots_and_names_are_one_line_errors(engine: Engine, tmp_path: Path)
 
 @pytest.mark.parametrize(
     "path",
-    ["x" * 5000, "word " * 20000, "a/" * 3000 + "b", "line\nbreak"],
-    ids=["name-too-long", "path-too-long", "deep", "newline"],
+    ["x" * 5000, "word " * 20000, "a/" * 3000 + "b", "line\nbreak", "~nosuchuser-cg/notes"],
+    ids=["name-too-long", "path-too-long", "deep", "newline", "no-such-user"],
 )
 def test_a_folder_path_the_system_cannot_take_is_a_one_line_refusal(
     runner: CliRunner, tmp_path: Path, engine: Engine, path: str

@@ -64,6 +64,8 @@ def check_root(root: str | os.PathLike[str]) -> Path:
         resolved = path.resolve()
     except OSError as exc:  # a name or path too long for the system, a loop of links
         raise SourceError(f"not a folder: {shown} ({exc.strerror or exc})") from None
+    except RuntimeError:  # expanduser: ``~name`` of no such user, or no home at all
+        raise SourceError(f"not a folder: {shown} (no such user's home)") from None
     try:
         str(resolved).encode("utf-8")
     except UnicodeEncodeError:  # bytes that were not UTF-8: the store keeps paths as text
