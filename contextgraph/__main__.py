@@ -90,7 +90,7 @@ def prestart_cold_load(argv: list[str]) -> bool:
             return False
     except (OSError, RuntimeError):  # a name too long, ``~nobody``: the CLI says which
         return False
-    return prestart(settings, roots, database_files(Path(key)))
+    return prestart(settings, folders, database_files(Path(key)))
 
 
 def unchanged_sync(argv: list[str], *, hand_over: bool = False) -> int | None:

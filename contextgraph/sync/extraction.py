@@ -183,7 +183,7 @@ class Extraction:
     def begin(self, jobs: list[Job]) -> None:
         """Start extracting ``jobs`` (in the pool started early, if any)."""
         if not jobs:
-            _claim_ahead(jobs, None)  # nothing to read: what a prestart began is dropped
+            drop_prestarted()  # nothing to read: what a prestart began is of no use
             return
         pool, self._pool = self._pool, None
         if pool is None and len(jobs) >= POOL_THRESHOLD:
