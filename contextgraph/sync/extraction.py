@@ -169,6 +169,7 @@ class Extraction:
         self._results: Iterator[Prepared] = iter(())
         self._pool: ProcessPoolExecutor | None = None  # started before the jobs were known
         self._round_pool: ProcessPoolExecutor | None = None  # that pool, once begin used it
+        self._ahead: list[Future[list[Prepared]]] = []  # the prestart's chunks begin claimed
 
     def early_start(self) -> tuple[int, Callable[[], None]]:
         """(files, call): a scan that has found that many files calls :meth:`start_pool`."""
@@ -189,7 +190,7 @@ class Extraction:
         if pool is None and len(jobs) >= POOL_THRESHOLD:
             pool = _take_prestarted()
         ahead = _claim_ahead(jobs, pool)
-        self._round_pool = pool
+        self._round_pool, self._ahead = pool, ahead or []
         self._results = iter(_prepare_all(jobs, self.settings, self.notes, pool, ahead))
 
     def take(self, count: int) -> Iterator[Prepared]:
@@ -208,6 +209,10 @@ class Extraction:
         if self._round_pool is not None:
             # Shut down by the pool's generator when it ran; one never read (the sync failed
             # before its first file) would leave every chunk given to it to run before exit.
+            # The chunks the prestart gave it are cancelled here, at once: the pool's manager
+            # thread cancels the others later, and a chunk already running ends on its own.
+            for future in self._ahead:
+                future.cancel()
             self._round_pool.shutdown(wait=False, cancel_futures=True)
 
 
