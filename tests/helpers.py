@@ -243,3 +243,13 @@ def remove_deep(root: Path, folder: str, depth: int, leaf: str) -> None:
         os.close(fds.pop())
         os.rmdir(folder, dir_fd=fds[-1])
     os.close(fds[0])
+
+
+def wait_for_file(path: str, timeout: float = 120.0) -> None:
+    """Return once ``path`` exists (or after ``timeout`` seconds): run in a worker process, it
+    keeps that worker from taking anything else until the test creates the file."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.01)

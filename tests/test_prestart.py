@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from contextgraph import ContextGraph, Settings
 from contextgraph.sync import extraction
 from contextgraph.sync.lock import database_files
-from tests.helpers import child_env, snapshot, write_topic_notes
+from tests.helpers import child_env, snapshot, wait_for_file, write_topic_notes
 
 FILES = 450  # over POOL_THRESHOLD: the CLI starts a pool before the library loads
 
@@ -25,12 +26,43 @@ def _vault(root: Path, files: int = FILES) -> Path:
     return root
 
 
-def _begin(tmp_path: Path) -> tuple[Path, Path, extraction._Head]:
-    """A vault, a database path, and the extraction of the vault that a prestart began for it."""
+def _begin(
+    tmp_path: Path, held: pytest.MonkeyPatch | None = None
+) -> tuple[Path, Path, extraction._Head]:
+    """A vault, a database path, and the extraction of the vault that a prestart began for it.
+
+    ``held``: every worker of the pool first waits for :func:`_release` (:func:`_hold_workers`),
+    so none of the extraction's chunks can begin before the test lets them."""
     vault, database = _vault(tmp_path / "vault"), tmp_path / "g.db"
+    if held is not None:
+        _hold_workers(held, tmp_path / _RELEASE)
     assert extraction.prestart(Settings(), [vault], database_files(database))
     assert extraction._head is not None
     return vault, database, extraction._head
+
+
+_RELEASE = "release"  # the file whose creation lets held workers go on
+
+
+def _hold_workers(monkeypatch: pytest.MonkeyPatch, release: Path) -> None:
+    """Each worker of a pool started from here (:func:`workers.started_pool`) first waits for
+    ``release`` to exist: what is submitted after stays pending until then, whatever the
+    machine's speed."""
+    from contextgraph.sync import workers
+
+    started = workers.started_pool
+
+    def held_pool(count: int) -> ProcessPoolExecutor:
+        pool = started(count)
+        for _ in range(count):  # a worker that waits takes nothing else
+            pool.submit(wait_for_file, str(release))
+        return pool
+
+    monkeypatch.setattr(workers, "started_pool", held_pool)
+
+
+def _release(tmp_path: Path) -> None:
+    (tmp_path / _RELEASE).touch()
 
 
 def _inline(database: Path, folders: list[Path], settings: Settings) -> dict[str, object]:
@@ -110,12 +142,13 @@ def test_an_extraction_begun_for_other_jobs_is_dropped_and_the_sync_reads_its_ow
     def spy(jobs: list[object], pool: object) -> object:
         ahead = claim(jobs, pool)  # type: ignore[arg-type]
         claims.append(ahead is not None)
+        _release(tmp_path)  # the sync reads its own jobs in the same pool
         return ahead
 
     monkeypatch.setattr(extraction, "_claim_ahead", spy)
     # Begun under the default settings; the sync keeps concept names of up to 7 characters,
     # so every job it makes differs from the ones begun.
-    vault, database, head = _begin(tmp_path)
+    vault, database, head = _begin(tmp_path, held=monkeypatch)
     try:
         assert extraction.prescanned(vault, []) is None  # a walk that left out other files
         shorter = Settings(max_concept_length=7)
@@ -124,9 +157,10 @@ def test_an_extraction_begun_for_other_jobs_is_dropped_and_the_sync_reads_its_ow
             got = snapshot(graph)
     finally:
         extraction.drop_prestarted()
+        _release(tmp_path)
     assert claims == [False]
     assert extraction._head is None
-    assert all(f.done() for f in head.futures)  # cancelled, or a chunk that had begun
+    assert all(f.done() for f in head.futures)  # cancelled, or a chunk handed to a worker
     assert sum(f.cancelled() for f in head.futures) > len(head.futures) // 2
     assert got == _inline(
         tmp_path / "inline.db", [vault], Settings(workers=1, max_concept_length=7)
@@ -184,7 +218,7 @@ def test_a_sync_that_fails_before_its_first_file_cancels_what_was_begun(
 ) -> None:
     from contextgraph.sync import run
 
-    vault, database, head = _begin(tmp_path)
+    vault, database, head = _begin(tmp_path, held=monkeypatch)
 
     def failing(*args: object, **kwargs: object) -> bool:
         raise RuntimeError("the writer failed before its first file")
@@ -193,28 +227,31 @@ def test_a_sync_that_fails_before_its_first_file_cancels_what_was_begun(
     try:
         with ContextGraph.open(database) as graph, pytest.raises(RuntimeError, match="writer"):
             graph.sync([vault])
+        # Every chunk not handed to a worker is cancelled when the sync fails, not later: the
+        # process does not extract them all before it exits.
+        assert head.pool._shutdown_thread
+        assert sum(f.cancelled() for f in head.futures) > len(head.futures) // 2
     finally:
         extraction.drop_prestarted()
-    # Every chunk not begun is cancelled: the process does not extract them all before exit.
-    assert head.pool._shutdown_thread
-    assert sum(f.cancelled() for f in head.futures) > len(head.futures) // 2
+        _release(tmp_path)
 
 
 @pytest.mark.parametrize("taken", [0, 5], ids=["no file", "five files"])
 def test_a_sync_with_nothing_to_read_or_too_little_for_the_pool_drops_what_was_begun(
-    tmp_path: Path, taken: int
+    tmp_path: Path, taken: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    head = _begin(tmp_path)[2]
+    head = _begin(tmp_path, held=monkeypatch)[2]
     few = head.jobs[:taken]  # under POOL_THRESHOLD: extracted in this process
     try:
         with extraction.Extraction(Settings()) as round_:
             round_.begin(few)
             assert [p.path for p in round_.take(len(few))] == [job.path for job in few]
+        assert extraction._head is None
+        assert head.pool._shutdown_thread and not head.taken
+        assert sum(f.cancelled() for f in head.futures) > len(head.futures) // 2
     finally:
         extraction.drop_prestarted()
-    assert extraction._head is None
-    assert head.pool._shutdown_thread and not head.taken
-    assert sum(f.cancelled() for f in head.futures) > len(head.futures) // 2
+        _release(tmp_path)
 
 
 def test_a_folder_named_twice_counts_once_for_the_pool(tmp_path: Path) -> None:
