@@ -116,7 +116,7 @@ class Settings:
                 variable = _LEGACY_NAMES[f.name]  # an empty variable is an unset one
                 raw = env.get(variable)
             if raw is not None and raw.strip() != "":
-                values[f.name] = _parse(f.name, f.type, raw.strip())
+                values[f.name] = _parse(variable, f.name, f.type, raw.strip())
                 origin[f.name] = variable
         given = {k: v for k, v in overrides.items() if v is not None}
         values.update(given)
@@ -259,7 +259,8 @@ def parse_datetime(raw: str) -> datetime:
         raise InvalidArgument(f"the date or datetime {raw!r} is out of range in UTC") from exc
 
 
-def _parse(name: str, type_name: Any, raw: str) -> Any:
+def _parse(variable: str, name: str, type_name: Any, raw: str) -> Any:
+    """The value of setting ``name`` that ``raw``, read from ``variable``, spells."""
     kind = str(type_name)
     try:
         if name == "now":
@@ -271,7 +272,7 @@ def _parse(name: str, type_name: Any, raw: str) -> Any:
         if kind == "float":
             return float(raw)
     except InvalidArgument as exc:  # parsed, but out of range
-        raise InvalidArgument(f"CONTEXTGRAPH_{name.upper()}: {exc}") from exc
+        raise InvalidArgument(f"{variable}: {exc}") from exc
     except ValueError as exc:
-        raise InvalidArgument(f"CONTEXTGRAPH_{name.upper()}: cannot parse {raw!r}") from exc
+        raise InvalidArgument(f"{variable}: cannot parse {raw!r}") from exc
     return raw

@@ -31,6 +31,8 @@ def run(db: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, s
         ("CONTEXTGRAPH_PREVIEW_CHARS", "-1", "CONTEXTGRAPH_PREVIEW_CHARS"),
         ("CONTEXTGRAPH_BUSY_TIMEOUT_MS", "-1", "CONTEXTGRAPH_BUSY_TIMEOUT_MS"),
         ("MAENIFOLD_COMMUNITY_MAX_SIBLINGS", "-5", "MAENIFOLD_COMMUNITY_MAX_SIBLINGS"),
+        ("MAENIFOLD_COMMUNITY_MAX_SIBLINGS", "x", "MAENIFOLD_COMMUNITY_MAX_SIBLINGS: cannot"),
+        ("CONTEXTGRAPH_DEPTH", "two", "CONTEXTGRAPH_DEPTH: cannot parse 'two'"),
         ("CONTEXTGRAPH_NOW", "0001-01-01T00:00:00+01:00", "out of range in UTC"),
     ],
 )
