@@ -86,13 +86,19 @@ def test_a_source_name_with_a_control_character_is_refused(db_path: Path, vault:
 def test_read_prints_the_note_as_stored_even_into_a_pipe(
     db_path: Path, vault: Path, write: Writer
 ) -> None:
-    body = "colour \x1b[31mRED\x1b[0m text [[A]]\n"
-    write("esc.md", body)
+    bodies = {
+        "esc.md": "colour \x1b[31mRED\x1b[0m text [[A]]\n",
+        "crlf.md": "# Title\r\n\r\n[[A]] and [[B]]\r\n",
+        "open.md": "no line end after [[A]]",  # cat adds none: neither does read
+    }
+    for name, body in bodies.items():
+        write(name, body)
     env = child_env(CONTEXTGRAPH_DB=str(db_path), CONTEXTGRAPH_NO_RESIDENT="1")
     command = [sys.executable, "-m", "contextgraph"]
     subprocess.run([*command, "sync", str(vault)], env=env, check=True, capture_output=True)
-    out = subprocess.run([*command, "read", "esc.md"], env=env, capture_output=True, check=True)
-    assert out.stdout == body.encode()
+    for name, body in bodies.items():
+        out = subprocess.run([*command, "read", name], env=env, capture_output=True, check=True)
+        assert out.stdout == body.encode(), name
 
 
 def test_write_from_stdin_takes_bytes_that_are_not_utf8(db_path: Path, vault: Path) -> None:

@@ -205,9 +205,10 @@ def read(ctx: click.Context, identifier: str, as_json: bool) -> None:
     if as_json:
         emit_json(note.as_dict())
         return
-    # The note as stored, as ``cat`` would print it, to a terminal or not (click would strip
-    # escape sequences off a pipe, so ``read ID > copy.md`` would not copy the note).
-    click.echo(note.content, nl=not note.content.endswith("\n"), color=True)
+    # The note as stored, as ``cat`` would print it, to a terminal or not: no line end added to
+    # a last line without one, escape sequences kept (click would strip them off a pipe), so
+    # ``read ID > copy.md`` copies the note.
+    click.echo(note.content, nl=False, color=True)
 
 
 @click.command(cls=Command)
