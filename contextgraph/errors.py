@@ -14,6 +14,11 @@ class InvalidArgument(ContextGraphError, ValueError):
 class NotFound(ContextGraphError, LookupError):
     """A note, source or entity that was asked for does not exist."""
 
+    @classmethod
+    def source(cls, name: str) -> NotFound:
+        """No source is named ``name`` (quoted, so an empty or odd name shows as what it is)."""
+        return cls(f"no source named {name!r}")
+
 
 class UnsafePath(ContextGraphError):
     """A path or URI points outside the registered sources, or at the database itself."""

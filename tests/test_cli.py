@@ -106,6 +106,37 @@ def test_unknown_concept_gives_an_empty_result_not_an_error(
     assert json.loads(out)["directRelations"] == []
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["context", "  "],
+        ["visualize", ""],
+        ["expand", "x", ""],
+        ["read", "\t"],
+        ["retrieve", "  "],
+    ],
+)
+def test_a_blank_name_or_question_is_a_usage_error_in_every_command(
+    runner: CliRunner, db_path: Path, args: list[str]
+) -> None:
+    assert invoke(runner, db_path, "init")[0] == 0
+    code, out, err = invoke(runner, db_path, *args)
+    assert code == 2 and out == ""
+    assert err.endswith("': it is blank\n") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["search", "retrieve"])
+def test_a_blank_source_is_named_as_not_found(
+    runner: CliRunner, db_path: Path, command: str
+) -> None:
+    assert invoke(runner, db_path, "init")[0] == 0
+    assert invoke(runner, db_path, command, "x", "--source", "") == (
+        1,
+        "",
+        "Error: no source named ''\n",
+    )
+
+
 def test_sync_without_sources_explains_what_to_do(runner: CliRunner, db_path: Path) -> None:
     code, _, err = invoke(runner, db_path, "sync")
     assert code == 1

@@ -217,7 +217,7 @@ def test_k_and_budget_are_bounded(code: ContextGraph) -> None:
     for budget in (RETRIEVE_BUDGET_TOKENS.low - 1, RETRIEVE_BUDGET_TOKENS.high + 1):
         with pytest.raises(InvalidArgument, match="budget_tokens must be between"):
             code.retrieve("token", budget_tokens=budget)
-    with pytest.raises(NotFound, match="no source named nosuch"):
+    with pytest.raises(NotFound, match="no source named 'nosuch'"):
         code.retrieve("token", source="nosuch")
 
 

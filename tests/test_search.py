@@ -103,7 +103,7 @@ def test_filter_by_source_and_folder(searchable: ContextGraph) -> None:
     everything = searchable.search("feature").total
     for root in (".", "./", "./.", "/", " "):  # the source's root folder: every file
         assert searchable.search("feature", folder=root).total == everything > 0
-    with pytest.raises(NotFound, match="no source named nope"):
+    with pytest.raises(NotFound, match="no source named 'nope'"):
         searchable.search("feature", source="nope")
     assert searchable.search("feature", source="v").total == 2
 

@@ -207,17 +207,21 @@ else:  # click before 8.2 has no generic ParamType
 
 class TextUpTo(_TextType):
     """A text argument of at most ``high`` characters (a bound of :mod:`contextgraph.limits`):
-    a longer one is a usage error (exit 2), as an out-of-range number is (SPEC §10)."""
+    a longer one is a usage error (exit 2), as an out-of-range number is (SPEC §10). So is a
+    blank one where ``blank`` is False: a name or question of nothing but white space."""
 
     name = "text"
 
-    def __init__(self, high: int) -> None:
+    def __init__(self, high: int, *, blank: bool = True) -> None:
         self.high = high
+        self.blank = blank
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value)
         if len(text) > self.high:
             self.fail(f"{len(text)} characters long; at most {self.high} are taken", param, ctx)
+        if not self.blank and not text.strip():
+            self.fail("it is blank", param, ctx)
         return text
 
 

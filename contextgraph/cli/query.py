@@ -37,7 +37,7 @@ from contextgraph.terminal import shown
 
 
 @click.command(cls=Command)
-@click.argument("concept", type=TextUpTo(NAME.high))
+@click.argument("concept", type=TextUpTo(NAME.high, blank=False))
 @click.option("--depth", type=int_range(CONTEXT_DEPTH), default=None, help="Hops (0-5, default 2).")
 @click.option(
     "--max-entities",
@@ -101,7 +101,9 @@ def _seed_count(_ctx: click.Context, _param: click.Parameter, seeds: tuple[str, 
 
 
 @click.command(cls=Command)
-@click.argument("seeds", nargs=-1, required=True, type=TextUpTo(NAME.high), callback=_seed_count)
+@click.argument(
+    "seeds", nargs=-1, required=True, type=TextUpTo(NAME.high, blank=False), callback=_seed_count
+)
 @click.option(
     "--max-depth",
     type=int_range(EXPAND_MAX_DEPTH),
@@ -195,7 +197,7 @@ def search(
 
 
 @click.command(cls=Command)
-@click.argument("identifier", metavar="ID", type=TextUpTo(MAX_PATH_CHARS))
+@click.argument("identifier", metavar="ID", type=TextUpTo(MAX_PATH_CHARS, blank=False))
 @json_option
 @click.pass_context
 def read(ctx: click.Context, identifier: str, as_json: bool) -> None:
@@ -212,7 +214,7 @@ def read(ctx: click.Context, identifier: str, as_json: bool) -> None:
 
 
 @click.command(cls=Command)
-@click.argument("query", type=TextUpTo(MAX_QUERY_CHARS))
+@click.argument("query", type=TextUpTo(MAX_QUERY_CHARS, blank=False))
 @click.option(
     "--k",
     "k",
@@ -238,8 +240,6 @@ def retrieve(
     as_json: bool,
 ) -> None:
     """The files and notes a question needs, ranked, with why and excerpts."""
-    if not query.strip():
-        raise click.UsageError("give a question or some words to retrieve for")
     with open_graph(ctx) as graph:
         result = graph.retrieve(query, k=k, budget_tokens=budget_tokens, source=source)
     if as_json:
@@ -259,7 +259,7 @@ def retrieve(
 
 
 @click.command(cls=Command)
-@click.argument("concept", type=TextUpTo(NAME.high))
+@click.argument("concept", type=TextUpTo(NAME.high, blank=False))
 @click.option(
     "--depth", type=int_range(VISUALIZE_DEPTH), default=None, help="Hops (1-5, default 2)."
 )

@@ -74,7 +74,7 @@ def retrieve(
     RETRIEVE_K.check(k)
     RETRIEVE_BUDGET_TOKENS.check(budget_tokens)
     if source is not None and not _source_exists(conn, source):
-        raise NotFound(f"no source named {source if source.isprintable() else repr(source)}")
+        raise NotFound.source(source)
     terms = [t for t in query_terms(query) if t.phrase or t.text.lower() not in STOPWORDS]
     ranked = rank_files(conn, query, settings=settings, now=now, k=k, source=source)
     return pack(conn, query, terms, ranked, k, budget_tokens)

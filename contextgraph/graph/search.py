@@ -163,7 +163,7 @@ def _check_source(conn: Connection, source: str | None) -> None:
         return
     found = conn.execute(select(T_SOURCES.c.id).where(T_SOURCES.c.name == source)).first()
     if found is None:
-        raise NotFound(f"no source named {source if source.isprintable() else repr(source)}")
+        raise NotFound.source(source)
 
 
 def ranked_matches(

@@ -43,7 +43,7 @@ def get_source(conn: Connection, name: str) -> SourceInfo:
     """Return the source called ``name`` or raise NotFound."""
     row = conn.execute(_SOURCE_ROWS.where(T_SOURCES.c.name == name)).first()
     if row is None:
-        raise NotFound(f"no source named {name!r}")
+        raise NotFound.source(name)
     return SourceInfo(row.id, row.name, Path(row.root))
 
 

@@ -160,7 +160,7 @@ def sync_paths(
         coldload.finish(engine, settings.lock_retry_seconds)
     found = [s for s in registered if s.name == source]
     if not found:
-        raise NotFound(f"no source named {source!r}")
+        raise NotFound.source(source)
     info = found[0]
     report.sources.append(info.name)
     exclude = database_files(db.database_path(engine))
