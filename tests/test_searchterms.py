@@ -97,6 +97,17 @@ def test_the_cached_helpers_give_fresh_lists() -> None:
     assert spellings("get_HTTPServer") == ("get httpserver", "gethttpserver", "get http server")
 
 
+def test_a_word_with_letters_beyond_ascii_is_one_part_and_highlighted_whole() -> None:
+    from contextgraph.graph.ftsquery import query_terms
+    from contextgraph.graph.snippet import Highlighter
+
+    assert camel_parts("ÅNGSTRÖM") == ["ångström"]
+    assert camel_parts("naïveParser") == ["naïveparser"]
+    body = "This mentions [[Café]] and [[machine_learning]] and [[ÅNGSTRÖM]]."
+    spans = Highlighter(query_terms("ångström")).spans(body)
+    assert [body[a:b] for a, b in spans] == ["ÅNGSTRÖM"]
+
+
 def test_a_huge_text_is_cut_after_max_parts_chars() -> None:
     text = " ".join(f"wordNumber{i}x" for i in range(40_000))
     assert identifier_parts(text) == reference_parts(text)

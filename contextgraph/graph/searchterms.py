@@ -65,12 +65,17 @@ MAX_PARTS_CHARS = 200_000  # a huge generated file does not get a second copy of
 
 
 def camel_parts(token: str) -> list[str]:
-    """Split one token at its case boundaries: ``HTTPServerV2`` → http server v2."""
+    """Split one token at its case boundaries: ``HTTPServerV2`` → http server v2.
+
+    Only an ASCII token is split, as only ASCII identifier runs get a split spelling in the
+    index (:func:`compound_words`): ``ÅNGSTRÖM`` stays one word, not ``ngstr`` and ``m``."""
     return list(_camel_parts(token))
 
 
 @lru_cache(maxsize=1 << 16)
 def _camel_parts(token: str) -> tuple[str, ...]:
+    if not token.isascii():
+        return (token.lower(),)
     return tuple(p.lower() for p in _CAMEL.findall(token)) or (token.lower(),)
 
 
