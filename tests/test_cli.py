@@ -189,7 +189,7 @@ def test_stats_doctor_and_db_commands(
     code, out, _ = invoke(runner, db_path, "doctor", "--json")
     assert code == 0 and json.loads(out)["ok"] is True
     code, out, _ = invoke(runner, db_path, "db", "current")
-    assert code == 0 and out.strip() == "0007_files_state_index"
+    assert code == 0 and out.strip() == "0008_fts_marks"
     code, out, _ = invoke(runner, db_path, "db", "history")
     assert code == 0 and out.splitlines()[0].startswith("0001_core")
     code, out, _ = invoke(runner, db_path, "db", "upgrade")

@@ -11,9 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextgraph.graph.ftsquery import _SEP_ENDS, _SEP_STARTS, build_match, is_token_char, tokenize
+from contextgraph.graph.ftsquery import (
+    _SEP_ENDS,
+    _SEP_STARTS,
+    TOKENIZER,
+    build_match,
+    is_token_char,
+    tokenize,
+)
 
-TOKENIZE = "unicode61 remove_diacritics 2"
 DOCS = [
     "hello world",
     "machine learning and AI",
@@ -29,7 +35,7 @@ DOCS = [
 @pytest.fixture(scope="module")
 def db() -> Iterator[sqlite3.Connection]:
     conn = sqlite3.connect(":memory:")
-    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize={TOKENIZE!r})")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize={TOKENIZER!r})")
     conn.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)", enumerate(DOCS, start=1))
     yield conn
     conn.close()
@@ -188,7 +194,7 @@ def test_document_with_the_words_is_found(
     words: list[str], separators: list[str], shuffle: bool
 ) -> None:
     conn = sqlite3.connect(":memory:")
-    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize={TOKENIZE!r})")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize={TOKENIZER!r})")
     body = "intro " + " ".join(words) + " outro"
     conn.execute("INSERT INTO t(rowid, body) VALUES (1, ?), (2, 'unrelated text')", (body,))
     query_words = list(reversed(words)) if shuffle else words
@@ -215,7 +221,7 @@ def sqlite_token_chars(code_points: list[int]) -> dict[int, bool]:
     """Ask SQLite whether each code point is a unicode61 token character: ``aXb`` is one token
     if ``X`` is one, two tokens otherwise."""
     conn = sqlite3.connect(":memory:")
-    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize={TOKENIZE!r})")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize={TOKENIZER!r})")
     conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
     conn.executemany(
         "INSERT INTO t(rowid, body) VALUES (?, ?)", [(cp, f"a{chr(cp)}b") for cp in code_points]

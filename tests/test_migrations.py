@@ -303,3 +303,37 @@ def test_a_sources_stored_state_is_read_from_its_own_index(db_path: Path, vault:
         )
     assert "ix_files_source_id_state" not in names
     graph.close()
+
+
+def test_0008_rebuilds_the_index_with_marks_inside_words_and_back(
+    db_path: Path, vault: Path
+) -> None:
+    """0008 rebuilds the full-text index of the files already stored, with combining marks
+    inside words; a downgrade rebuilds it as 0003 made it."""
+    (vault / "hi.md").write_text("नमस्ते दुनिया", encoding="utf-8")
+    (vault / "water.md").write_text("केवल पानी", encoding="utf-8")
+    graph = ContextGraph.open(db_path)
+    graph.sync([vault])
+
+    def found(query: str) -> list[str]:
+        return sorted(hit.path for hit in graph.search(query).hits)
+
+    def index_matches_files() -> bool:  # FTS5's own check, against the files' text too
+        with closing(sqlite3.connect(db_path)) as conn:
+            conn.execute("INSERT INTO files_fts(files_fts, rank) VALUES ('integrity-check', 1)")
+        return True
+
+    def tokenizer() -> str:
+        with db.read(graph.engine) as conn:
+            sql = "SELECT sql FROM sqlite_master WHERE name = 'files_fts'"
+            return str(conn.execute(text(sql)).scalar_one())
+
+    assert found("पानी") == ["water.md"]
+    db.downgrade(graph.engine, "0007_files_state_index")
+    assert "categories" not in tokenizer()
+    assert index_matches_files()  # rebuilt over every stored file
+    db.upgrade(graph.engine)
+    assert "categories 'L* N* Co M*'" in tokenizer()
+    assert found("पानी") == ["water.md"]
+    assert index_matches_files()
+    graph.close()

@@ -162,3 +162,30 @@ def test_the_folder_filter_is_the_exact_folder_on_every_engine(
         found = store.search("feature", folder=folder)
         assert {h.path for h in found.hits} == paths, folder
         assert found.total == len(paths), folder
+
+
+def test_words_with_combining_marks_are_whole_words(tmp_path: Path) -> None:
+    """Devanagari and Arabic words hold combining marks; the index keeps them inside the word
+    (migration 0008), so a word no longer matches notes that merely hold some of its letters.
+    Latin diacritics still fold, written precomposed or decomposed."""
+    vault = tmp_path / "v"
+    vault.mkdir()
+    notes = {
+        "greeting.md": "# G\n\nनमस्ते दुनिया hello\n",
+        "water.md": "# W\n\nयह एक अलग नोट है जिसमें केवल पानी और तेल की बात है।\n",
+        "arabic.md": "# A\n\nقال حَدَّثَنَا مُحَمَّدُ\n",
+        "cafe.md": "# C\n\nun cafe\u0301 noir\n",  # é as e and a combining accent
+    }
+    for name, text in notes.items():
+        (vault / name).write_text(text, encoding="utf-8")
+    with ContextGraph.open(tmp_path / "g.db") as graph:
+        graph.sync([vault])
+
+        def found(query: str) -> list[str]:
+            return [hit.path for hit in graph.search(query).hits]
+
+        assert found("पानी") == ["water.md"]
+        assert found("नमस्ते") == ["greeting.md"]
+        assert found("مُحَمَّدُ") == ["arabic.md"]
+        assert found("حَ") == []  # a letter and its mark: no word of the note
+        assert found("café") == found("cafe") == ["cafe.md"]

@@ -3,4 +3,4 @@
 tests/test_migrations.py checks it matches the last of ``migrations/versions``.
 """
 
-SCHEMA_HEAD = "0007_files_state_index"
+SCHEMA_HEAD = "0008_fts_marks"
