@@ -25,6 +25,7 @@ from contextgraph import ContextGraph, Settings, SyncInProgress
 from contextgraph.cli import cli
 from contextgraph.errors import DatabaseError
 from contextgraph.store import db
+from contextgraph.store.pglock import SYNC_LOCK_KEY
 from contextgraph.sync.run import lock_database
 
 pytestmark = pytest.mark.engines("postgresql")
@@ -396,3 +397,75 @@ def test_hostile_input_raises_only_our_errors_and_changes_nothing(
     after.pop("files")  # read() of a payload naming a note may touch last_accessed only
     assert after == before
     assert store.doctor().ok
+
+
+def test_a_sync_whose_lock_session_ends_stops_before_its_next_batch(
+    db_url: str, new_db: DbFactory, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock's session ended mid-sync (an idle timeout, ``pg_terminate_backend``): the lock
+    is free for another sync, so this one stops at its next write, in one clear error, and the
+    next sync completes the store."""
+    import psycopg
+
+    from contextgraph.sync import run
+
+    write_numbered_notes(vault, 6)
+    batches = 0
+    apply_ops = run.apply_ops
+
+    def end_the_lock_session(*args: Any, **kwargs: Any) -> Any:
+        nonlocal batches
+        batches += 1
+        if batches == 2:
+            with psycopg.connect(db_url, autocommit=True) as admin:
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE application_name = 'contextgraph-sync' AND datname = current_database()"
+                )
+        return apply_ops(*args, **kwargs)
+
+    monkeypatch.setattr(run, "apply_ops", end_the_lock_session)
+    graph = ContextGraph.open(db_url, settings=Settings(batch_files=1))
+    try:
+        with pytest.raises(DatabaseError, match="lost its lock") as failed:
+            graph.sync([vault])
+        assert "sync again" in str(failed.value) and "\n" not in str(failed.value)
+        assert batches == 2  # the batch that ended it committed; none after
+        monkeypatch.setattr(run, "apply_ops", apply_ops)
+        assert graph.sync().added == 4
+        got = snapshot(graph)
+    finally:
+        graph.close()
+    with ContextGraph.open(new_db("fresh")) as fresh:
+        fresh.sync([vault])
+        assert got == snapshot(fresh)
+
+
+def test_a_sync_keeps_its_lock_past_the_servers_idle_session_timeout(
+    db_url: str, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock's session sits idle while the sync works; a server that ends idle sessions
+    must not end it (and free the lock) under a long sync."""
+    import psycopg
+
+    from contextgraph.sync import run
+
+    write_numbered_notes(vault, 3)
+    with psycopg.connect(db_url, autocommit=True) as admin:
+        database = admin.execute("SELECT current_database()").fetchone()
+        assert database is not None
+        admin.execute(f"ALTER DATABASE \"{database[0]}\" SET idle_session_timeout = '200ms'")
+    apply_ops = run.apply_ops
+    free: list[bool] = []  # per batch: could another session take the sync lock?
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.5)  # a batch longer than the timeout
+        with psycopg.connect(db_url, autocommit=True) as other:
+            row = other.execute("SELECT pg_try_advisory_lock(%s)", (SYNC_LOCK_KEY,)).fetchone()
+            free.append(bool(row and row[0]))
+        return apply_ops(*args, **kwargs)
+
+    monkeypatch.setattr(run, "apply_ops", slow)
+    with ContextGraph.open(db_url, settings=Settings(batch_files=1)) as graph:
+        assert graph.sync([vault]).added == 3
+    assert free == [False, False, False]

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event
 
 from contextgraph.errors import DatabaseError
+from contextgraph.store.pglock import check_held
 
 # The writers' advisory lock key (any 64-bit number; this one spells "cg-write").
 WRITE_LOCK_KEY = 0x63672D7772697465  # (the sync lock's key is in contextgraph.store.pglock)
@@ -69,6 +70,7 @@ def make_pg_engine(url: Any, *, busy_timeout_ms: int) -> Engine:
             conn.exec_driver_sql(f"SET LOCAL lock_timeout = {max(1, wait_ms)}")
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")
             conn.exec_driver_sql("SET LOCAL lock_timeout = 0")
+            check_held()  # a sync's write: never once another sync may have its lock
         else:
             conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 

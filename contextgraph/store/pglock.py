@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from sqlalchemy import Engine
@@ -12,6 +13,8 @@ from contextgraph.errors import DatabaseError, SyncInProgress
 from contextgraph.store import nowrite
 
 SYNC_LOCK_KEY = 0x63672D73796E63  # any 64-bit number; this one spells "cg-sync"
+# The session holding the sync lock for the sync running in this thread (or task), if any.
+_holding: ContextVar[Any | None] = ContextVar("contextgraph_sync_lock_session", default=None)
 
 
 @contextmanager
@@ -24,6 +27,11 @@ def sync_lock(
     being returned), so the server frees it when the session ends, whatever killed the process.
     ``waiting`` paces the tries while another session holds it, or gives up by raising, as in
     SQLite's :func:`contextgraph.sync.lock.sync_lock`.
+
+    That session sits idle while the sync works, so the server's ``idle_session_timeout`` is
+    turned off for it; a session ended anyway (``pg_terminate_backend``, a lost connection)
+    takes the lock with it, and each write transaction of the sync then checks it still holds
+    the lock (:func:`check_held`) rather than go on beside another sync.
     """
     import psycopg
 
@@ -46,9 +54,48 @@ def sync_lock(
                     raise SyncInProgress("a sync is already running on this database")
                 assert waiting is not None
                 waiting()
-        yield
+        if session.info.server_version >= 140000:  # the setting is new in PostgreSQL 14
+            session.execute("SET idle_session_timeout = 0")
+        token = _holding.set(session)
+        try:
+            yield
+        finally:
+            _holding.reset(token)
+            _release(session)
     finally:
-        session.close()  # ending the session releases the lock
+        session.close()  # ending the session releases the lock, once the server sees it end
+
+
+def _release(session: Any) -> None:
+    """Unlock now: a sync waiting for the lock takes it at its next try, not after the server
+    has noticed the session end. A session already ended (the lock went with it) has nothing
+    to unlock."""
+    import psycopg
+
+    if session.broken:
+        return
+    try:
+        session.execute("SELECT pg_advisory_unlock(%s)", (SYNC_LOCK_KEY,))
+    except psycopg.OperationalError:  # the session ended meanwhile, and the lock with it
+        return
+
+
+def check_held() -> None:
+    """Raise :class:`DatabaseError` if the sync running here has lost its lock: its session
+    ended, which frees the lock for another sync. A session still open holds it."""
+    session = _holding.get()
+    if session is None:
+        return
+    import psycopg
+
+    try:
+        session.execute("SELECT 1")
+    except psycopg.Error as exc:
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DatabaseError(
+            f"this sync lost its lock on the database (its server session ended: {why}); "
+            "it stopped after its last whole batch: sync again"
+        ) from exc
 
 
 def _try_lock(session: Any) -> bool:
