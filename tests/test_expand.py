@@ -128,6 +128,58 @@ def test_between_equal_edges_the_via_is_the_smaller_name_whatever_the_row_order(
     assert [(r.entity, r.via) for r in result.results] == [("Target", "Amy")]
 
 
+def test_entities_equal_in_all_but_their_key_rank_by_key_not_by_row_order(
+    store: ContextGraph,
+) -> None:
+    """Two methods named ``__init__``, in b.py and a.py, reached by equal edges: their order is
+    the keys' (a.py's first), not the order the rows were stored or came back in, which differs
+    between SQLite and PostgreSQL and between an incremental sync and a fresh one."""
+    with db.write(store.engine) as conn:
+        sid = conn.execute(
+            insert(T_SOURCES).values(name="t", root="/nonexistent", created_at=0.0)
+        ).inserted_primary_key[0]  # type: ignore[index]
+        ids = {}
+        for path, name in (("s.py", "Seed"), ("b.py", "__init__"), ("a.py", "__init__")):
+            fid = conn.execute(
+                insert(T_FILES).values(
+                    source_id=sid,
+                    path=path,
+                    kind="code",
+                    size=0,
+                    mtime_ns=0,
+                    hash=path,
+                    modified=0.0,
+                    concept_count=0,
+                    pairs=1,
+                )
+            ).inserted_primary_key[0]  # type: ignore[index]
+            ids[path] = conn.execute(
+                insert(T_ENTITIES).values(
+                    kind="symbol",
+                    key=f"{sid}:{path}::C.{name}",
+                    name=name,
+                    name_lower=name.lower(),
+                    file_id=fid,
+                    path=path,
+                )
+            ).inserted_primary_key[0]  # type: ignore[index]
+        for path in ("b.py", "a.py"):
+            conn.execute(
+                insert(T_REL).values(
+                    src_id=ids["s.py"],
+                    dst_id=ids[path],
+                    type="references",
+                    weight=1.0,
+                    file_id=fid,
+                )
+            )
+    result = store.expand(["Seed"], max_depth=1)
+    assert [(r.entity, r.path) for r in result.results] == [
+        ("__init__", "a.py"),
+        ("__init__", "b.py"),
+    ]
+
+
 def test_direction_out_follows_what_seeds_use_and_in_what_uses_them(
     store: ContextGraph,
 ) -> None:

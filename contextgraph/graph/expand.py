@@ -303,6 +303,7 @@ def expand(
         if not frontier or len(results) >= max_nodes:
             break
         rows = _layer_rows(conn, frontier, settings.expand_min_weight, direction)
+        order = _order_keys(conn, frontier)  # between equal edges: the via's, not row order
         neighbours: dict[int, set[int]] = {}
         for src, dst, *_ in rows:
             neighbours.setdefault(src, set()).add(dst)
@@ -321,7 +322,7 @@ def expand(
             related = 0 if rtype == "defines" and outward else 1
             candidate = (float(weight), int(count), related, src, str(rtype))
             current = best.get(dst)
-            if current is None or _better(candidate, current, names):
+            if current is None or _better(candidate, current, names, order):
                 best[dst] = candidate
         _load_names(conn, [n for n in best if n not in names], names)
         ranked = [
@@ -338,7 +339,8 @@ def expand(
         ranked.sort(key=head)
         tied = _tied_in_room(ranked, head, room)
         degree = _degrees(conn, tied, settings.expand_min_weight) if tied else {}
-        ranked.sort(key=lambda t: (*head(t), degree.get(t[4], 0), t[3]))
+        order = _order_keys(conn, tied) if tied else {}  # last: equal names (two __init__)
+        ranked.sort(key=lambda t: (*head(t), degree.get(t[4], 0), t[3], order.get(t[4], "")))
         frontier = []
         for score, _count, _related, name, n, src, rtype in ranked[:room]:
             _, kind, path = names[n]
@@ -359,18 +361,33 @@ def _better(
     candidate: tuple[float, int, int, int, str],
     current: tuple[float, int, int, int, str],
     names: dict[int, tuple[str, str, str | None]],
+    order: dict[int, str],
 ) -> bool:
     """Whether ``candidate`` (weight, count, not-only-defined, from, type) is the better edge to
     its entity: the heavier, then the more frequent, then a relation before a mere ``defines``;
-    between equals, the ``via`` of the smaller name (then id), then the smaller type, so the
-    answer never depends on the order the rows came in."""
+    between equals, the ``via`` of the smaller name (then :func:`_order_keys`), then the smaller
+    type, so the answer never depends on the order the rows came in."""
     if candidate[:3] != current[:3]:
         return candidate[:3] > current[:3]
-    return (names[candidate[3]][0], candidate[3], candidate[4]) < (
-        names[current[3]][0],
-        current[3],
+    via, other = candidate[3], current[3]
+    return (names[via][0], order.get(via, ""), candidate[4]) < (
+        names[other][0],
+        order.get(other, ""),
         current[4],
     )
+
+
+def _order_keys(conn: Connection, ids: list[int]) -> dict[int, str]:
+    """The last tie-break between entities: the key, less the source id it starts with
+    (``rich/progress.py::BarColumn.__init__``), then the whole key (the same path in two
+    sources). Every store of the same files agrees on it, which the ids do not (an incremental
+    sync gives a re-added file new ones) nor the row order (it differs between SQLite and
+    PostgreSQL)."""
+    out: dict[int, str] = {}
+    for eid, key in _KEYS.rows(conn, ids):
+        head, sep, rest = str(key).partition(":")
+        out[int(eid)] = f"{rest}\0{key}" if sep and head.isdigit() else str(key)
+    return out
 
 
 def _uris(conn: Connection, ids: list[int]) -> dict[int, str]:
@@ -391,6 +408,7 @@ _URIS = ByIds(
     .join(T_SOURCES, T_SOURCES.c.id == T_FILES.c.source_id),
     T_ENTITIES.c.id,
 )
+_KEYS = ByIds(select(T_ENTITIES.c.id, T_ENTITIES.c.key), T_ENTITIES.c.id)
 _NAMES = ByIds(
     select(T_ENTITIES.c.id, T_ENTITIES.c.name, T_ENTITIES.c.kind, T_ENTITIES.c.path),
     T_ENTITIES.c.id,
