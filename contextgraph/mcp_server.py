@@ -35,7 +35,7 @@ from pydantic import ConfigDict, ValidationError
 from contextgraph import __version__
 from contextgraph.api import ContextGraph
 from contextgraph.background import on_thread, start_refresher
-from contextgraph.errors import ContextGraphError
+from contextgraph.errors import ContextGraphError, InvalidArgument
 from contextgraph.launch import default_database
 from contextgraph.mcp_tools import (
     CHANGES,
@@ -56,6 +56,7 @@ from contextgraph.mcp_tools import (
 )
 from contextgraph.mcp_write_tools import delete_note, edit_note, move_note, write_note
 from contextgraph.settings import Settings
+from contextgraph.store import db
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,12 @@ def create_server(
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
-        watcher = _start_watcher(state.database) if watch else None
+        watcher = None
+        if watch:
+            try:
+                watcher = _start_watcher(state.database)
+            except ContextGraphError as exc:  # bad settings, a damaged or read-only file
+                log.warning("the watcher did not start: %s", one_line(str(exc)))
         # The watcher refreshes the precomputed weights itself; a read-only server never writes.
         refresher = None
         if not (watch or read_only):
@@ -201,8 +207,15 @@ def _start_watcher(database: str) -> Callable[[], None]:
     """Run ``contextgraph watch`` on a thread beside the server; return what stops it."""
     from contextgraph.watch import Watcher
 
+    if db.is_memory(db.database_url(database)):  # a second open: a second, empty database
+        raise InvalidArgument("--watch needs a database file or server, not :memory:")
     stop = threading.Event()
     graph = ContextGraph.open(database, settings=Settings.from_env())
+    try:
+        db.check_writable(graph.engine, "watch folders for changes")
+    except ContextGraphError:
+        graph.close()
+        raise
     watcher = Watcher(graph)
     return on_thread(lambda: watcher.run(stop), "contextgraph-watch", stop, graph)
 

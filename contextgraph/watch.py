@@ -40,6 +40,7 @@ from pathlib import Path
 import watchfiles
 
 from contextgraph.api import ContextGraph
+from contextgraph.errors import ContextGraphError, DatabaseError
 from contextgraph.graph import weights
 from contextgraph.store import db
 from contextgraph.store.sources import SourceInfo, list_sources
@@ -94,6 +95,10 @@ class Watcher:
         path = graph.database_path
         self._file = None if path is None else db.file_identity(path)
         self.gone: str | None = None
+        # Per source, the paths of batches whose sync failed: retried with the next batch of
+        # that source, or at the next poll (a locked or full disk passes; an event does not
+        # come again).
+        self._failed: dict[str, set[str]] = defaultdict(set)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -105,6 +110,7 @@ class Watcher:
         a service manager's stop timeout is seconds, a catch-up can take minutes. A sync that
         waits for another process's sync to end stops waiting."""
         self._stop = stop
+        db.check_writable(self.graph.engine, "watch folders for changes")
         try:
             self._run(stop)
         except _Stopped:
@@ -162,6 +168,8 @@ class Watcher:
                 if now - last_check >= self.poll_seconds:
                     last_check = now
                     self._check_file()
+                    for name in sorted(self._failed):  # _sync takes them from the dict
+                        self._sync(name, set())
                     self.refresh_weights(now)
                     if self._layout_changed(live, sources):
                         return
@@ -209,19 +217,27 @@ class Watcher:
         return root_gone
 
     def _sync(self, name: str, rels: set[str]) -> None:
+        """Sync one source's changed paths, with those of its batches that failed before.
+
+        Read again even where size and mtime match what is stored: the watcher was told these
+        files changed, and two saves within one tick of a coarse clock (FAT, SMB) leave both
+        alike (``reread``)."""
         self._check_file()
+        rels = rels | self._failed.pop(name, set())
         try:
             report = sync_paths(
                 self.graph.engine,
                 self.graph.settings,
                 name,
                 rels,
+                reread=True,
                 progress=self._go_on,
                 waiting=self._wait_for_lock,
             )
-        except Exception as exc:  # a watcher outlives one bad batch; the next full sync heals
-            log.exception("syncing %d changed path(s) of %s failed", len(rels), name)
-            self.on_state(f"sync of {name} failed: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # a watcher outlives one bad batch, and tries it again
+            log.debug("syncing %d changed path(s) of %s failed", len(rels), name, exc_info=True)
+            self._failed[name] |= rels
+            self.on_state(f"sync of {name} failed: {self._reason(exc)}; trying again")
             return
         if self.on_batch is not None:
             self.on_batch(Batch(name, len(rels), report))
@@ -237,12 +253,21 @@ class Watcher:
                 progress=self._go_on,
                 waiting=self._wait_for_lock,
             )
-        except Exception as exc:
-            log.exception("catch-up sync of %s failed", source.name)
-            self.on_state(f"catch-up sync of {source.name} failed: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # the next catch-up (a rescan) tries again
+            log.debug("catch-up sync of %s failed", source.name, exc_info=True)
+            self.on_state(f"catch-up sync of {source.name} failed: {self._reason(exc)}")
             return
         if self.on_batch is not None:
             self.on_batch(Batch(source.name, report.scanned, report))
+
+    def _reason(self, exc: Exception) -> str:
+        """One line on why a sync failed: our error's message, or the driver's first line (not
+        the SQL statement, nor SQLAlchemy's link)."""
+        mapped = db.translate(self.graph.engine, exc)
+        if isinstance(mapped, ContextGraphError):
+            return str(mapped)
+        first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [""])[0]
+        return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
     def _check_file(self) -> None:
         """End the watch (:attr:`gone` says why) once the database file opened was replaced
@@ -294,7 +319,11 @@ class Watcher:
         if path is None:
             yield True
             return
-        fd = os.open(Path(f"{path}.watch.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        lock = Path(f"{path}.watch.lock")
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise DatabaseError(f"cannot open {lock}: {exc.strerror or exc}") from exc
         try:
             told = False
             while True:

@@ -627,3 +627,19 @@ def test_every_query_works_on_a_database_at_a_path_that_is_not_utf8(
         assert code == 0, (args, err)
     code, out, _err = run(runner, "--db", str(target), "stats", "--json")
     assert json.loads(out)["database"].endswith("/caf\ufffd/graph.db")
+
+
+@pytest.mark.parametrize(
+    ("given", "memory"),
+    [
+        (":memory:", True),
+        ("sqlite://", True),
+        ("postgresql://me@dbhost/", False),  # the server's default database: not in memory
+        ("postgresql://me@dbhost", False),
+        ("postgresql://me@dbhost/notes", False),
+    ],
+)
+def test_only_sqlite_urls_can_name_an_in_memory_database(given: str, memory: bool) -> None:
+    from contextgraph.store import db
+
+    assert db.is_memory(db.database_url(given)) is memory

@@ -460,6 +460,32 @@ async def test_mcp_watch_keeps_the_graph_in_step(
         assert found["total"] == 1
 
 
+@pytest.mark.engines("sqlite")
+@pytest.mark.parametrize("database", ["damaged", "memory", "bad setting"])
+async def test_a_watch_that_cannot_start_leaves_the_server_answering(
+    tmp_path: Path,
+    database: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``mcp --watch`` on a damaged file, on ``:memory:`` (a second open would watch another,
+    empty database) or with a bad setting: the server starts, logs one line, and each tool
+    says what is wrong, as without ``--watch``."""
+    path = str(tmp_path / "g.db")
+    if database == "damaged":
+        Path(path).write_bytes(os.urandom(4096))
+    elif database == "memory":
+        path = ":memory:"
+    else:
+        monkeypatch.setenv("CONTEXTGRAPH_BATCH_FILES", "0")
+    with caplog.at_level(logging.WARNING, logger="contextgraph.mcp_server"):
+        async with Client(create_server(path, watch=True)) as connected:
+            names = {tool.name for tool in (await connected.list_tools()).tools}
+            assert "search_memories" in names
+    warned = [r.getMessage() for r in caplog.records if "watcher did not start" in r.getMessage()]
+    assert len(warned) == 1 and "\n" not in warned[0], caplog.records
+
+
 async def test_stdio_server_started_read_only_lists_only_the_reading_tools(
     tmp_path: Path, db_url: str, store: ContextGraph
 ) -> None:

@@ -196,3 +196,80 @@ def _files(db_path: Path) -> int:
             return int(conn.execute("SELECT count(*) FROM files").fetchone()[0])
     except sqlite3.OperationalError:  # the schema is still being made
         return 0
+
+
+def test_a_read_only_database_is_refused_in_one_line(
+    store: ContextGraph, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextgraph.errors import ReadOnlyDatabase
+    from contextgraph.store import db
+
+    store.sync([vault])
+    path = store.database_path
+    assert path is not None
+    monkeypatch.setattr(db, "_writable", lambda _path: False)  # a 0444 file, as root cannot
+    stop, raised = threading.Event(), []
+
+    def run() -> None:
+        try:
+            Watcher(graph, poll_seconds=0.2).run(stop)
+        except ReadOnlyDatabase as exc:
+            raised.append(str(exc))
+
+    with ContextGraph.open(path) as graph:
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        thread.join(timeout=10)
+        stop.set()  # a watcher that went on regardless stops here
+        thread.join(timeout=20)
+    assert raised == [f"the database at {path} is read-only: cannot watch folders for changes"]
+
+
+def test_a_batch_that_failed_is_tried_again_without_a_traceback(
+    watched: tuple[ContextGraph, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A batch whose sync fails (a lock held past the retries, a full disk) says so in one
+    line, and its paths are synced at the next poll: no event comes for them again."""
+    import contextgraph.watch as watch_module
+
+    graph, vault = watched
+    real = watch_module.sync_paths
+    failures = [1]
+
+    def failing_once(*args: object, **kwargs: object) -> object:
+        if failures:
+            failures.pop()
+            raise sqlite_locked()
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(watch_module, "sync_paths", failing_once)
+    with Running(graph) as running:
+        (vault / "b.md").write_text("Bravo note [[Bravo]]\n", encoding="utf-8")
+        wait_for(lambda: "b.md" in stored(graph))
+    failed = [s for s in running.states if s.startswith("sync of vault failed")]
+    assert failed == ["sync of vault failed: OperationalError: database is locked; trying again"]
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def sqlite_locked() -> Exception:
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    return OperationalError("BEGIN IMMEDIATE", {}, sqlite3.OperationalError("database is locked"))
+
+
+def test_a_second_save_within_one_clock_tick_is_read(watched: tuple[ContextGraph, Path]) -> None:
+    """Two saves of the same size within one tick of a coarse clock (FAT, SMB) leave size and
+    mtime as stored: the watcher, told the file changed, reads it anyway."""
+    graph, vault = watched
+    note = vault / "a.md"
+    with Running(graph):
+        note.write_text("Draft note [[Alpha]] [[Draft]]\n", encoding="utf-8")
+        wait_for(lambda: graph.read("a.md").concepts == ("alpha", "draft"))
+        stat = note.stat()
+        note.write_text("Final note [[Alpha]] [[Final]]\n", encoding="utf-8")  # same size
+        os.utime(note, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same mtime
+        wait_for(lambda: graph.read("a.md").concepts == ("alpha", "final"))

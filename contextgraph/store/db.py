@@ -103,7 +103,10 @@ def database_url(path_or_url: str | os.PathLike[str]) -> URL:
 
 
 def is_memory(url: URL) -> bool:
-    """Whether ``url`` names a private in-memory SQLite database."""
+    """Whether ``url`` names a private in-memory SQLite database (a server's URL never does:
+    one without a database name reaches the server's default database)."""
+    if url.get_backend_name() != "sqlite":
+        return False
     name = url.database or ""
     return (
         not name
