@@ -58,10 +58,12 @@ def counts(conn: Connection, *, files: bool = True) -> dict[str, Any]:
 
 
 # What :func:`counts` and :func:`engine_info` read, by name (built on first use).
+# The counts by kind are in the kinds' order on every engine (SQLite's GROUP BY sorts them;
+# PostgreSQL's hashes them), so stats prints the same JSON on both.
 _COUNTS: dict[str, Callable[[], Select[Any]]] = {
-    "files_by_kind": lambda: select(T_FILES.c.kind, func.count()).group_by(T_FILES.c.kind),
-    "entities_by_kind": lambda: select(T_ENTITIES.c.kind, func.count()).group_by(T_ENTITIES.c.kind),
-    "relations_by_type": lambda: select(T_REL.c.type, func.count()).group_by(T_REL.c.type),
+    "files_by_kind": lambda: _by(T_FILES.c.kind),
+    "entities_by_kind": lambda: _by(T_ENTITIES.c.kind),
+    "relations_by_type": lambda: _by(T_REL.c.type),
     "latest_run": lambda: (
         select(T_RUNS.c.community_count, T_RUNS.c.modularity, T_RUNS.c.algorithm)
         .order_by(T_RUNS.c.id.desc())
@@ -71,6 +73,10 @@ _COUNTS: dict[str, Callable[[], Select[Any]]] = {
     "concept_relations": lambda: select(func.count()).select_from(T_CREL),
     "sqlite_version": lambda: select(func.sqlite_version()),
 }
+
+
+def _by(column: Any) -> Select[Any]:
+    return select(column, func.count()).group_by(column).order_by(column)
 
 
 def _run(conn: Connection, name: str) -> list[tuple[Any, ...]]:
