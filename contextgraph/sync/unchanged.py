@@ -87,11 +87,13 @@ SQL: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     # contextgraph.graph.stats._COUNTS, each by its name there
     "entities_by_kind": (
-        "SELECT entities.kind, count(*) AS count_1 \nFROM entities GROUP BY entities.kind",
+        "SELECT entities.kind, count(*) AS count_1 \nFROM entities GROUP BY entities.kind "
+        "ORDER BY entities.kind",
         {},
     ),
     "relations_by_type": (
-        "SELECT relations.type, count(*) AS count_1 \nFROM relations GROUP BY relations.type",
+        "SELECT relations.type, count(*) AS count_1 \nFROM relations GROUP BY relations.type "
+        "ORDER BY relations.type",
         {},
     ),
     "latest_run": (
