@@ -29,6 +29,7 @@ import fcntl
 import logging
 import math
 import os
+import stat
 import threading
 import time
 from collections import defaultdict
@@ -51,6 +52,15 @@ log = logging.getLogger(__name__)
 WEIGHTS_CHECK_SECONDS = 60.0  # how often a watcher asks whether the precomputed lists are due
 RESCAN_SECONDS = 300.0  # how often a watcher syncs every source in full, whatever it was told
 LOCK_TRY_SECONDS = 0.1  # how often a watcher's sync tries the lock another sync holds
+
+
+def _identity(folder: str) -> tuple[int, int] | None:
+    """(device, inode) of ``folder``; None when it is not a folder (any more)."""
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
 
 
 class _Stopped(BaseException):
@@ -99,6 +109,8 @@ class Watcher:
         # that source, or at the next poll (a locked or full disk passes; an event does not
         # come again).
         self._failed: dict[str, set[str]] = defaultdict(set)
+        # Per source name, the root watched and its (device, inode) when the watch began.
+        self._watched: dict[str, tuple[str, tuple[int, int] | None]] = {}
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -141,6 +153,7 @@ class Watcher:
         cannot decode (a name that is not UTF-8, ``watchfiles`` raises) ends the watch the
         same way, after a pause, instead of the watcher."""
         roots = {os.path.realpath(s.root): s for s in live}
+        self._watched = {source.name: (root, _identity(root)) for root, source in roots.items()}
         names = ", ".join(sorted(s.name for s in live))
         armed = last_check = time.monotonic()
         behind = True  # every source is caught up once the folders are watched, not before
@@ -169,7 +182,8 @@ class Watcher:
                     last_check = now
                     self._check_file()
                     for name in sorted(self._failed):  # _sync takes them from the dict
-                        self._sync(name, set())
+                        if not self._sync(name, set()):
+                            return  # its root went away: catch up once it is back
                     self.refresh_weights(now)
                     if self._layout_changed(live, sources):
                         return
@@ -213,17 +227,24 @@ class Watcher:
                         per_source[source.name].add(rel)
                     break
         for name, rels in sorted(per_source.items()):
-            self._sync(name, rels)
+            root_gone = not self._sync(name, rels) or root_gone
         return root_gone
 
-    def _sync(self, name: str, rels: set[str]) -> None:
-        """Sync one source's changed paths, with those of its batches that failed before.
+    def _sync(self, name: str, rels: set[str]) -> bool:
+        """Sync one source's changed paths, with those of its batches that failed before;
+        False, syncing nothing, when its root is no longer the folder watched.
 
-        Read again even where size and mtime match what is stored: the watcher was told these
-        files changed, and two saves within one tick of a coarse clock (FAT, SMB) leave both
-        alike (``reread``)."""
+        The OS goes on reporting changes inside a watched folder under its old path after the
+        folder was renamed or moved: synced, they would retract files that still exist (and
+        their read history). The catch-up that follows sets such a source aside until its
+        folder is back, as a sync would. Read again even where size and mtime match what is
+        stored: the watcher was told these files changed, and two saves within one tick of a
+        coarse clock (FAT, SMB) leave both alike (``reread``)."""
         self._check_file()
         rels = rels | self._failed.pop(name, set())
+        root, identity = self._watched.get(name, (None, None))
+        if root is not None and _identity(root) != identity:
+            return False
         try:
             report = sync_paths(
                 self.graph.engine,
@@ -238,9 +259,10 @@ class Watcher:
             log.debug("syncing %d changed path(s) of %s failed", len(rels), name, exc_info=True)
             self._failed[name] |= rels
             self.on_state(f"sync of {name} failed: {self._reason(exc)}; trying again")
-            return
+            return True
         if self.on_batch is not None:
             self.on_batch(Batch(name, len(rels), report))
+        return True
 
     def _catch_up(self, source: SourceInfo) -> None:
         """A full sync of a source: what changed while nobody watched it."""

@@ -273,3 +273,34 @@ def test_a_second_save_within_one_clock_tick_is_read(watched: tuple[ContextGraph
         note.write_text("Final note [[Alpha]] [[Final]]\n", encoding="utf-8")  # same size
         os.utime(note, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same mtime
         wait_for(lambda: graph.read("a.md").concepts == ("alpha", "final"))
+
+
+def test_a_note_saved_as_its_folder_is_renamed_keeps_its_place_and_history(
+    watched: tuple[ContextGraph, Path], tmp_path: Path
+) -> None:
+    """The OS reports a change inside a renamed folder under the folder's old path; synced,
+    it retracted a note that still exists, and its read history with it. The source is set
+    aside instead, as a sync would, and comes back whole with its folder."""
+    from sqlalchemy import text
+
+    from contextgraph.store import db
+
+    graph, vault = watched
+    graph.read("a.md")  # read history to keep
+
+    def files() -> dict[str, object]:
+        with db.read(graph.engine) as conn:
+            return dict(conn.execute(text("SELECT path, last_accessed FROM files")).all())
+
+    read_at = files()["a.md"]
+    assert read_at is not None
+    moved = tmp_path / "moved"
+    with Running(graph):
+        vault.rename(moved)
+        with (moved / "a.md").open("a", encoding="utf-8") as note:
+            note.write("edited while its folder moved [[Edited]]\n")
+        time.sleep(2.5)  # past the debounced batch of the edit (0.8 s) and a poll
+        assert files() == {"a.md": read_at}
+        moved.rename(vault)
+        wait_for(lambda: graph.search("edited").total == 1)
+    assert files() == {"a.md": read_at}
