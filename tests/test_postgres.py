@@ -469,3 +469,22 @@ def test_a_sync_keeps_its_lock_past_the_servers_idle_session_timeout(
     with ContextGraph.open(db_url, settings=Settings(batch_files=1)) as graph:
         assert graph.sync([vault]).added == 3
     assert free == [False, False, False]
+
+
+def test_a_database_dropped_and_created_empty_under_an_open_graph_is_one_clear_line(
+    db_url: str, vault: Path, write: Writer
+) -> None:
+    import psycopg
+
+    write("a.md", "[[Alpha]] [[Beta]]")
+    name = db_url.rsplit("/", 1)[1]
+    admin_url = db_url.rsplit("/", 1)[0] + "/postgres"
+    with ContextGraph.open(db_url) as graph:
+        graph.sync([vault])
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+            admin.execute(f'CREATE DATABASE "{name}"')
+        for ask in (lambda: graph.search("alpha"), lambda: graph.build_context("alpha")):
+            with pytest.raises(DatabaseError, match="lost contextgraph's tables") as failed:
+                ask()
+            assert "\n" not in str(failed.value) and "SELECT" not in str(failed.value)

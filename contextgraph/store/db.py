@@ -379,6 +379,11 @@ def _translate_pg(engine: Engine, exc: BaseException) -> BaseException:
         and (state or "connect" in first.lower() or "server" in first.lower())
     ):
         return DatabaseError(f"cannot open {_where(engine)} ({first})")
+    if state == "42P01":  # undefined_table: opening migrated it, so it was emptied since
+        return DatabaseError(
+            f"{_where(engine)} lost contextgraph's tables while this process ran ({first}); "
+            "was it dropped and created again? Restart to create them"
+        )
     return exc
 
 
