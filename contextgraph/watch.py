@@ -15,8 +15,9 @@ every :data:`RESCAN_SECONDS` the watch starts again, so what no event told (an o
 kernel's queue, a note reached through a link to another) is synced within minutes.
 
 One watcher per database: a second one (another terminal, another MCP server with ``--watch``)
-stands by on ``<database>.watch.lock`` and takes over, after a catch-up sync, if the first
-stops — so no change is synced twice. A source whose folder is deleted is set aside until the
+stands by on ``<database>.watch.lock`` (on PostgreSQL, a session-level advisory lock:
+:func:`contextgraph.store.pglock.watch_lock`) and takes over, after a catch-up sync, if the
+first stops — so no change is synced twice. A source whose folder is deleted is set aside until the
 folder is back, then synced in full. :meth:`Watcher.run` returns when its stop event is set;
 the caller decides which signals set it (the CLI: SIGTERM and Ctrl-C). With the precompute of
 BuildContext's lists on (``weights_min_notes``), a watcher also refreshes them when the day turns
@@ -44,6 +45,7 @@ from contextgraph.api import ContextGraph
 from contextgraph.errors import ContextGraphError, DatabaseError
 from contextgraph.graph import weights
 from contextgraph.store import db
+from contextgraph.store.dialect import is_postgresql
 from contextgraph.store.sources import SourceInfo, list_sources
 from contextgraph.sync.run import SyncReport, run_sync, sync_paths
 
@@ -61,6 +63,15 @@ def _identity(folder: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
+
+
+def _flock(fd: int) -> bool:
+    """Take the file lock of ``fd`` if no other process holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 class _Stopped(BaseException):
@@ -336,10 +347,33 @@ class Watcher:
 
     @contextmanager
     def _watch_lock(self, stop: threading.Event) -> Iterator[bool]:
-        """Hold ``<database>.watch.lock``; stand by until it is free (False: stopped first)."""
+        """Hold the database's watcher lock; stand by until it is free (False: stopped first)."""
+        with self._lock_tries() as try_lock:
+            told = False
+            while not try_lock():
+                if not told:
+                    self.on_state("another watcher is active on this database: standing by")
+                    told = True
+                if stop.wait(min(self.poll_seconds, 0.5)):
+                    yield False
+                    return
+            if told:
+                self.on_state("the other watcher stopped: taking over")
+            yield True
+
+    @contextmanager
+    def _lock_tries(self) -> Iterator[Callable[[], bool]]:
+        """How to try this database's watcher lock: ``<database>.watch.lock`` beside an SQLite
+        file, a session-level advisory lock on a PostgreSQL server, none in memory."""
+        if is_postgresql(self.graph.engine):
+            from contextgraph.store.pglock import watch_lock
+
+            with watch_lock(self.graph.engine) as try_lock:
+                yield try_lock
+            return
         path = self.graph.database_path
         if path is None:
-            yield True
+            yield lambda: True
             return
         lock = Path(f"{path}.watch.lock")
         try:
@@ -347,20 +381,6 @@ class Watcher:
         except OSError as exc:
             raise DatabaseError(f"cannot open {lock}: {exc.strerror or exc}") from exc
         try:
-            told = False
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if not told:
-                        self.on_state("another watcher is active on this database: standing by")
-                        told = True
-                    if stop.wait(min(self.poll_seconds, 0.5)):
-                        yield False
-                        return
-            if told:
-                self.on_state("the other watcher stopped: taking over")
-            yield True
+            yield lambda: _flock(fd)
         finally:
             os.close(fd)  # closing releases the lock

@@ -171,11 +171,14 @@ def test_a_git_checkout_of_another_branch_leaves_the_store_as_a_fresh_sync(
         fresh.close()
 
 
+@pytest.mark.engines("sqlite", "postgresql")
 def test_a_second_watcher_stands_by_and_takes_over(
-    watched: tuple[ContextGraph, Path], db_path: Path
+    watched: tuple[ContextGraph, Path], db_url: str
 ) -> None:
+    """A file lock beside an SQLite file; a session-level advisory lock on a PostgreSQL
+    server (where two watchers both synced every change before)."""
     graph, vault = watched
-    other = ContextGraph.open(db_path)
+    other = ContextGraph.open(db_url)
     first = Running(graph)
     with first:
         second = Running(other)

@@ -13,6 +13,7 @@ from contextgraph.errors import DatabaseError, SyncInProgress
 from contextgraph.store import nowrite
 
 SYNC_LOCK_KEY = 0x63672D73796E63  # any 64-bit number; this one spells "cg-sync"
+WATCH_LOCK_KEY = 0x63672D7761746368  # one watcher per database: "cg-watch"
 # The session holding the sync lock for the sync running in this thread (or task), if any.
 _holding: ContextVar[Any | None] = ContextVar("contextgraph_sync_lock_session", default=None)
 
@@ -33,29 +34,17 @@ def sync_lock(
     takes the lock with it, and each write transaction of the sync then checks it still holds
     the lock (:func:`check_held`) rather than go on beside another sync.
     """
-    import psycopg
-
-    # The URL's parts as the engine's own connections get them: a URL rendered back to text
-    # lost its percent-encoding (a space in a database name or password), which psycopg
-    # refuses, quoting the password in its message.
-    args, params = engine.dialect.create_connect_args(engine.url)
-    params = {**params, "autocommit": True, "application_name": "contextgraph-sync"}
-    try:
-        session = psycopg.connect(*args, **params)
-    except psycopg.Error as exc:
-        raise DatabaseError(f"cannot connect to the database: {exc}") from exc
+    session = _session(engine, "contextgraph-sync")
     try:
         if wait and waiting is None:
             session.execute("SELECT pg_advisory_lock(%s)", (SYNC_LOCK_KEY,))
         else:
-            while not _try_lock(session):
+            while not _try_lock(session, SYNC_LOCK_KEY):
                 if not wait:
                     nowrite.check("wait for another sync")
                     raise SyncInProgress("a sync is already running on this database")
                 assert waiting is not None
                 waiting()
-        if session.info.server_version >= 140000:  # the setting is new in PostgreSQL 14
-            session.execute("SET idle_session_timeout = 0")
         token = _holding.set(session)
         try:
             yield
@@ -98,6 +87,36 @@ def check_held() -> None:
         ) from exc
 
 
-def _try_lock(session: Any) -> bool:
-    row = session.execute("SELECT pg_try_advisory_lock(%s)", (SYNC_LOCK_KEY,)).fetchone()
+@contextmanager
+def watch_lock(engine: Engine) -> Iterator[Callable[[], bool]]:
+    """The one-watcher-per-database lock: yields its try (True once held); a session-level
+    advisory lock on a session of its own, freed when the block ends or the session does."""
+    session = _session(engine, "contextgraph-watch")
+    try:
+        yield lambda: _try_lock(session, WATCH_LOCK_KEY)
+    finally:
+        session.close()
+
+
+def _session(engine: Engine, name: str) -> Any:
+    """A session of its own on ``engine``'s database (autocommit, named ``name``), which the
+    server keeps however long it idles: a lock held there lasts as long as the session."""
+    import psycopg
+
+    # The URL's parts as the engine's own connections get them: a URL rendered back to text
+    # lost its percent-encoding (a space in a database name or password), which psycopg
+    # refuses, quoting the password in its message.
+    args, params = engine.dialect.create_connect_args(engine.url)
+    params = {**params, "autocommit": True, "application_name": name}
+    try:
+        session = psycopg.connect(*args, **params)
+    except psycopg.Error as exc:
+        raise DatabaseError(f"cannot connect to the database: {exc}") from exc
+    if session.info.server_version >= 140000:  # the setting is new in PostgreSQL 14
+        session.execute("SET idle_session_timeout = 0")
+    return session
+
+
+def _try_lock(session: Any, key: int) -> bool:
+    row = session.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
     return bool(row and row[0])
