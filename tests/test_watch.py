@@ -279,3 +279,41 @@ def _is_zombie_of_other(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_the_watch_command_says_which_files_failed_and_why(
+    vault: Path, db_path: Path, tmp_path: Path
+) -> None:
+    (vault / "a.md").write_text("Alpha [[A]]\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CONTEXTGRAPH_DB": str(db_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "contextgraph", "watch", str(vault), "--debounce-ms", "300"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out: list[str] = []
+    err: list[str] = []
+    readers = [
+        threading.Thread(target=lambda: out.extend(proc.stdout or []), daemon=True),
+        threading.Thread(target=lambda: err.extend(proc.stderr or []), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        wait_for(lambda: any(line.startswith("watching") for line in err))
+        (vault / "bad.md").write_bytes(b"binary \x00 note [[B]]\n")
+        wait_for(lambda: any("failed: vault/bad.md" in line for line in err))
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    for reader in readers:
+        reader.join(timeout=10)
+    assert any(line.startswith("synced vault: 1 failed") for line in out), out
+    assert [line for line in err if line.startswith("failed:")] == [
+        "failed: vault/bad.md: binary file (contains NUL bytes)\n"
+    ]

@@ -174,6 +174,7 @@ def sources_remove(ctx: click.Context, name: str, as_json: bool) -> None:
 @click.pass_context
 def watch(ctx: click.Context, paths: tuple[str, ...], name: str | None, debounce_ms: int) -> None:
     """Keep every registered source (and new PATHs) in step as files change, until stopped."""
+    from contextgraph.sync.report import problem_lines
     from contextgraph.watch import Batch, Watcher
 
     if name is not None and len(paths) != 1:
@@ -182,10 +183,14 @@ def watch(ctx: click.Context, paths: tuple[str, ...], name: str | None, debounce
     def on_batch(batch: Batch) -> None:
         files = batch.report.as_dict()["files"]
         changed = ", ".join(
-            f"{files[k]} {k}" for k in ("added", "updated", "deleted", "renamed") if files[k]
+            f"{files[k]} {k}"
+            for k in ("added", "updated", "deleted", "renamed", "failed")
+            if files[k]
         )
         seconds = batch.report.phases.get("total", 0.0)
         click.echo(f"synced {shown(batch.source)}: {changed or 'nothing changed'} ({seconds:.2f}s)")
+        for line in problem_lines(batch.report):  # why, as sync says it
+            click.echo(line, err=True)
 
     stop = Stop()
     with open_graph(ctx, create=bool(paths)) as graph:

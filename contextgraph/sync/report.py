@@ -96,13 +96,20 @@ def report_lines(report: SyncReport) -> list[tuple[str, bool]]:
         lines.append(
             (f"{report.communities} communities, modularity {report.modularity:.3f}", False)
         )
-    for kind, problems in (("failed", report.failed), ("warning", report.warnings)):
-        for problem in problems:
-            where = shown(problem.source + "/" + problem.path)
-            lines.append((f"{kind}: {where}: {shown(problem.reason)}", True))
+    lines.extend((line, True) for line in problem_lines(report))
     seconds = ", ".join(f"{k} {v:.2f}s" for k, v in data["seconds"].items())
     lines.append((f"time: {seconds}", False))
     return lines
 
 
-__all__ = ["Problem", "SyncReport", "report_lines"]
+def problem_lines(report: SyncReport) -> list[str]:
+    """A line per failed file and per warning, with its reason (for stderr)."""
+    lines = []
+    for kind, problems in (("failed", report.failed), ("warning", report.warnings)):
+        for problem in problems:
+            where = shown(problem.source + "/" + problem.path)
+            lines.append(f"{kind}: {where}: {shown(problem.reason)}")
+    return lines
+
+
+__all__ = ["Problem", "SyncReport", "problem_lines", "report_lines"]
