@@ -26,7 +26,6 @@ BuildContext's lists on (``weights_min_notes``), a watcher also refreshes them w
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import math
 import os
@@ -47,6 +46,7 @@ from contextgraph.graph import weights
 from contextgraph.store import db
 from contextgraph.store.dialect import is_postgresql
 from contextgraph.store.sources import SourceInfo, list_sources
+from contextgraph.sync.lock import try_flock
 from contextgraph.sync.run import SyncReport, run_sync, sync_paths
 
 log = logging.getLogger(__name__)
@@ -63,15 +63,6 @@ def _identity(folder: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
-
-
-def _flock(fd: int) -> bool:
-    """Take the file lock of ``fd`` if no other process holds it."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
 
 
 class _Stopped(BaseException):
@@ -381,6 +372,6 @@ class Watcher:
         except OSError as exc:
             raise DatabaseError(f"cannot open {lock}: {exc.strerror or exc}") from exc
         try:
-            yield lambda: _flock(fd)
+            yield lambda: try_flock(fd)
         finally:
             os.close(fd)  # closing releases the lock

@@ -236,15 +236,7 @@ def test_the_watch_command_stops_cleanly_on_a_signal(
     vault: Path, db_path: Path, tmp_path: Path, sig: int, code: int
 ) -> None:
     (vault / "a.md").write_text("Alpha [[A]]\n")
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CONTEXTGRAPH_DB": str(db_path)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "contextgraph", "watch", str(vault), "--debounce-ms", "300"],
-        env=env,
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _watch_command(vault, db_path, tmp_path)
     try:
         graph = ContextGraph.open(db_path)
         wait_for(lambda: db_path.exists() and graph.sources() != [] and hits(graph, "alpha") != [])
@@ -273,6 +265,19 @@ def test_the_watch_command_stops_cleanly_on_a_signal(
     graph.close()
 
 
+def _watch_command(vault: Path, db_path: Path, cwd: Path) -> subprocess.Popen[str]:
+    """``contextgraph watch VAULT`` in a process of its own, its output piped."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CONTEXTGRAPH_DB": str(db_path)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "contextgraph", "watch", str(vault), "--debounce-ms", "300"],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def _is_zombie_of_other(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as handle:
@@ -285,15 +290,7 @@ def test_the_watch_command_says_which_files_failed_and_why(
     vault: Path, db_path: Path, tmp_path: Path
 ) -> None:
     (vault / "a.md").write_text("Alpha [[A]]\n")
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CONTEXTGRAPH_DB": str(db_path)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "contextgraph", "watch", str(vault), "--debounce-ms", "300"],
-        env=env,
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _watch_command(vault, db_path, tmp_path)
     out: list[str] = []
     err: list[str] = []
     readers = [

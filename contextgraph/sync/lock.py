@@ -107,7 +107,7 @@ def _open(db_path: Path) -> int:
 def _lock(fd: int, *, wait: bool, waiting: Callable[[], object] | None = None) -> None:
     try:
         if wait and waiting is not None:
-            while not _try_lock(fd):
+            while not try_flock(fd):
                 waiting()
             return
         fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
@@ -116,7 +116,8 @@ def _lock(fd: int, *, wait: bool, waiting: Callable[[], object] | None = None) -
         raise SyncInProgress("a sync is already running on this database") from exc
 
 
-def _try_lock(fd: int) -> bool:
+def try_flock(fd: int) -> bool:
+    """Take the exclusive file lock of ``fd`` if no other process holds it."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -176,4 +177,5 @@ __all__ = [
     "handed_scan",
     "lock_file",
     "sync_lock",
+    "try_flock",
 ]
