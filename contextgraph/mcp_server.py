@@ -212,11 +212,10 @@ def _start_watcher(database: str) -> Callable[[], None]:
     stop = threading.Event()
     graph = ContextGraph.open(database, settings=Settings.from_env())
     try:
-        db.check_writable(graph.engine, "watch folders for changes")
+        watcher = Watcher(graph)  # refuses a database it may not write
     except ContextGraphError:
         graph.close()
         raise
-    watcher = Watcher(graph)
     return on_thread(lambda: watcher.run(stop), "contextgraph-watch", stop, graph)
 
 

@@ -93,6 +93,7 @@ class Watcher:
         on_batch: Callable[[Batch], None] | None = None,
         on_state: Callable[[str], None] | None = None,
     ) -> None:
+        db.check_writable(graph.engine, "watch folders for changes")
         self.graph = graph
         self.debounce_ms = debounce_ms
         self.step_ms = step_ms
@@ -124,7 +125,6 @@ class Watcher:
         a service manager's stop timeout is seconds, a catch-up can take minutes. A sync that
         waits for another process's sync to end stops waiting."""
         self._stop = stop
-        db.check_writable(self.graph.engine, "watch folders for changes")
         try:
             self._run(stop)
         except _Stopped:

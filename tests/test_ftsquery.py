@@ -253,3 +253,15 @@ def test_tokenize() -> None:
     assert tokenize("naïve e\u0301 \u00b4") == ["naïve", "e\u0301"]  # U+00B4 is a separator
     assert tokenize("🦀rust ✅done") == ["🦀rust", "done"]  # per unicode61's Unicode 6.1 tables
     assert tokenize("") == []
+
+
+def test_the_tokenizer_checked_here_is_the_one_the_index_is_built_with() -> None:
+    """ftsquery splits queries by TOKENIZER; the index's tokenizer lives in a migration (frozen
+    SQL), so a migration that changes it must change TOKENIZER too."""
+    import json
+
+    from contextgraph.store import blank
+
+    objects = json.loads(blank.SNAPSHOT.read_text(encoding="utf-8"))["objects"]
+    [index] = [sql for sql in objects if sql.startswith("CREATE VIRTUAL TABLE files_fts")]
+    assert f'tokenize="porter {TOKENIZER}"' in index
