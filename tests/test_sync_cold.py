@@ -71,6 +71,15 @@ def _index(path: Path) -> list[tuple[object, ...]]:
         conn.close()
 
 
+def _fts_config(path: Path) -> list[tuple[object, ...]]:
+    """The FTS5 index's configuration rows (files_fts_config)."""
+    conn = sqlite3.connect(path)
+    try:
+        return sorted(conn.execute("SELECT k, v FROM files_fts_config").fetchall())
+    finally:
+        conn.close()
+
+
 def _notes(write: Writer, count: int, prefix: str = "n") -> None:
     for n in range(count):
         write(
@@ -103,8 +112,40 @@ def test_a_cold_load_equals_a_row_by_row_load_and_keeps_the_schema(
             assert not meta.is_stale(conn, coldload.COLD_LOAD)
         assert cold.doctor().ok
     assert _schema(cold_db) == _schema(warm_db)  # the triggers are back, exactly as they were
+    assert _fts_config(cold_db) == _fts_config(warm_db)  # hashsize too
     assert _index(cold_db) == _index(warm_db)
     assert _dates(cold_db) == _dates(warm_db)  # written by the batches, not the trigger
+
+
+@pytest.mark.parametrize("before", [None, 300_000])
+def test_a_cold_load_writes_the_index_in_larger_pieces_and_sets_hashsize_back(
+    tmp_path: Path, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch, before: int | None
+) -> None:
+    """FTS5's hashsize is coldload.LOAD_HASH_BYTES in every batch of the load, and afterwards
+    what it was: FTS5's default (no row), or what the database had configured."""
+    _notes(write, 12)
+    database = tmp_path / "graph.db"
+    with ContextGraph.open(database):
+        pass
+    if before is not None:
+        with sqlite3.connect(database) as conn:
+            conn.execute("INSERT INTO files_fts(files_fts, rank) VALUES ('hashsize', ?)", (before,))
+    configured = _fts_config(database)
+    seen: list[object] = []
+    real = coldload.fill_search_dates
+
+    def spy(conn: Connection, file_ids: Any) -> None:
+        seen.append(
+            conn.exec_driver_sql("SELECT v FROM files_fts_config WHERE k = 'hashsize'").scalar()
+        )
+        real(conn, file_ids)
+
+    monkeypatch.setattr("contextgraph.sync.apply.fill_search_dates", spy)
+    with ContextGraph.open(database, settings=Settings.from_env(batch_files=5, workers=1)) as graph:
+        graph.sync([vault])
+        assert graph.search("prose").total == 12
+    assert seen == [coldload.LOAD_HASH_BYTES] * 3
+    assert _fts_config(database) == configured
 
 
 def test_a_load_into_a_store_with_files_keeps_the_trigger(
@@ -165,6 +206,7 @@ def test_the_next_sync_restores_the_trigger_before_writing(
             assert [h.uri for h in graph.search("late topic").hits]
         assert graph.doctor().ok
     assert _schema(database) == _schema(fresh_schema)
+    assert _fts_config(database) == _fts_config(fresh_schema)  # hashsize set back
 
 
 def test_a_cold_load_killed_mid_way_is_consistent_and_completed_by_the_next(

@@ -16,6 +16,14 @@ rebuild, batches that update or delete files. The new folders a sync loads after
 load into the same deferral, their batches indexing their own files as the first folder's do.
 Without the indexes, queries give the same answers, only slower, for the length of the load.
 
+FTS5 also writes its index in fewer, larger pieces for the length of the load. It keeps a
+transaction's new entries in memory and writes them out as a new segment whenever they pass
+its ``hashsize`` (1 MiB by default), then merges segments as they pile up, four of a level at a
+time, reading and writing each again. 27 batches of 500 notes wrote 62 segments. While the load
+is deferred, ``hashsize`` is :data:`LOAD_HASH_BYTES`, a bound rather than an allocation (such a
+batch needs about 4 MiB), so each batch writes one segment; :func:`restore` sets the value back
+as it was. The index holds the same entries either way.
+
 A sync killed in between leaves the mark: every sync starts by calling :func:`restore` (under
 the sync lock, before any of its batches), and every writer of ``files`` is a sync.
 
@@ -28,7 +36,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from sqlalchemy import DDL, Connection, Engine, Index, Insert, column, insert, select
+from sqlalchemy import DDL, Connection, Engine, Index, Insert, column, delete, insert, select
 from sqlalchemy import table as table_clause
 
 from contextgraph.errors import CorruptDatabase
@@ -44,11 +52,18 @@ _DATES_TRIGGER = "search_dates_insert"  # copies each new file's dates (migratio
 # What a cold load builds once, besides the triggers: the link tables' secondary indexes.
 _INDEXES = ("ix_concept_relations_b_id_a_id_count", "ix_mentions_concept_id_file_id")
 DEFERRED = (_TRIGGER, _DATES_TRIGGER, *_INDEXES)
+# FTS5's in-memory limit during a load (see above), and the key under which the stale mark
+# keeps the value configured before it (None: FTS5's default, no row in files_fts_config).
+LOAD_HASH_BYTES = 16 * 1024 * 1024
+_HASHSIZE = "files_fts hashsize"
+_FTS5_DEFAULT_HASHSIZE = 1024 * 1024
 _MASTER = table_clause("sqlite_master", column("type"), column("name"), column("sql"))
+_FTS_CONFIG = table_clause("files_fts_config", column("k"), column("v"))
 
 
 def defer(conn: Connection) -> bool:
-    """Drop the :data:`DEFERRED` objects, keeping their SQL; False if already deferred.
+    """Drop the :data:`DEFERRED` objects, keeping their SQL, and raise FTS5's ``hashsize`` to
+    :data:`LOAD_HASH_BYTES`, keeping its value; False if already deferred.
 
     Call inside the write transaction of a cold load's first batch (SQLite only). While this is
     in effect, whoever inserts files must index their text and write their ``search_dates`` rows
@@ -57,8 +72,12 @@ def defer(conn: Connection) -> bool:
     if is_deferred(conn):
         return False
     query = select(_MASTER.c.name, _MASTER.c.sql).where(_MASTER.c.name.in_(DEFERRED))
-    kept = {str(name): str(sql) for name, sql in conn.execute(query)}
+    kept: dict[str, object] = {str(name): str(sql) for name, sql in conn.execute(query)}
+    kept[_HASHSIZE] = conn.execute(
+        select(_FTS_CONFIG.c.v).where(_FTS_CONFIG.c.k == "hashsize")
+    ).scalar_one_or_none()
     meta.put(conn, meta.STALE_PREFIX + COLD_LOAD, json.dumps(kept, sort_keys=True))
+    _set_hashsize(conn, LOAD_HASH_BYTES)
     if _TRIGGER in kept:
         conn.exec_driver_sql("DROP TRIGGER files_fts_insert")
     if _DATES_TRIGGER in kept:
@@ -90,7 +109,8 @@ def is_deferred(conn: Connection) -> bool:
 
 
 def restore(conn: Connection) -> None:
-    """Recreate every object a cold load dropped, exactly as it was; call in a write transaction."""
+    """Recreate every object a cold load dropped, exactly as it was, and set FTS5's
+    ``hashsize`` back; call in a write transaction."""
     raw = meta.get(conn, meta.STALE_PREFIX + COLD_LOAD)
     if raw is None:
         return
@@ -106,7 +126,20 @@ def restore(conn: Connection) -> None:
     for name in reversed(DEFERRED):
         if name in kept and name not in present:
             conn.exec_driver_sql(str(kept[name]))  # the SQL sqlite_master held: migrations' DDL
+    if _HASHSIZE in kept:  # absent from the marks of versions that left it alone
+        before = kept[_HASHSIZE]
+        _set_hashsize(conn, _FTS5_DEFAULT_HASHSIZE if before is None else int(before))
+        if before is None:  # as it was: no row (FTS5 reads the default when its row is gone)
+            conn.execute(delete(_FTS_CONFIG).where(_FTS_CONFIG.c.k == "hashsize"))
     meta.clear_stale(conn, COLD_LOAD)
+
+
+def _set_hashsize(conn: Connection, value: int) -> None:
+    """Configure FTS5's ``hashsize`` of ``files_fts``: through FTS5, so that every connection
+    reads it again (a row written straight into ``files_fts_config`` would not be seen by a
+    connection that has the old value)."""
+    sql = "INSERT INTO files_fts(files_fts, rank) VALUES ('hashsize', ?)"  # FTS5's own command
+    conn.exec_driver_sql(sql, (int(value),))
 
 
 def fill_search_dates(conn: Connection, file_ids: Sequence[int]) -> None:
@@ -140,6 +173,7 @@ def _model_indexes() -> list[Index]:
 __all__ = [
     "COLD_LOAD",
     "DEFERRED",
+    "LOAD_HASH_BYTES",
     "defer",
     "fill_search_dates",
     "finish",
