@@ -263,10 +263,13 @@ def recompute(
 ) -> CommunityRunInfo:
     """Detect communities over the concept graph now, store them and record the run.
 
-    ``meanwhile()`` is entered once the run has claimed the stale mark, and left before the run
-    writes anything: the caller's work on a connection of its own overlaps the reading and the
-    partition (a sync recreates its cold load's indexes and copies its WAL then,
-    :func:`contextgraph.store.checkpoint.meanwhile`).
+    ``meanwhile()`` is entered once the run has claimed the stale mark, and left once the run is
+    stored: the caller's work on a connection of its own overlaps the reading, the partition and
+    the writing (a sync recreates its cold load's indexes and copies its WAL then,
+    :func:`contextgraph.store.checkpoint.meanwhile`). igraph is imported in there too, by
+    :func:`~contextgraph.graph.partition.partition`, so its 20-30 ms overlap that work rather
+    than precede it. The run's write waits, as any writer does, while that work holds
+    the write lock; the WAL copy blocks no writer. Leaving the block waits for that work.
 
     The cyclic GC stays paused throughout, not only while :func:`_read` runs: the graph's
     hundreds of thousands of edge tuples live until the run is stored, and every full collection
@@ -284,7 +287,7 @@ def recompute(
 def _recompute(
     engine: Engine, settings: Settings, meanwhile: Callable[[], AbstractContextManager[object]]
 ) -> CommunityRunInfo:
-    # igraph loads only here: listing the stored communities never needs it.
+    # Not at module level: listing the stored communities never needs the partition.
     from contextgraph.graph.partition import check_arguments, partition
 
     started = time.perf_counter()
@@ -295,7 +298,7 @@ def _recompute(
     check_arguments(algorithm, resolution)
     with db.write(engine, retry_seconds=retry) as conn:
         token = meta.claim_stale(conn, meta.COMMUNITIES)
-    with meanwhile():  # the caller's work that overlaps reading and partitioning
+    with meanwhile():  # the caller's work beside the rest of the run
         with db.read(engine, retry_seconds=retry) as conn:
             snap = _read(conn)
         threshold = settings.community_leiden_min_edges
@@ -312,53 +315,55 @@ def _recompute(
         )
         new_ids, sizes, next_id = _stable_ids(snap, membership)
 
-    with db.write(engine, retry_seconds=retry) as conn:
-        last_run = conn.execute(_LAST_RUN).scalar_one()
-        stored = meta.next_community_id(conn) or 0
-        if stored > snap.next_id:
-            # Another run committed fresh ids meanwhile: move ours past them (never reuse one).
-            shift = stored - snap.next_id
-            new_ids = [c + shift if c >= snap.next_id else c for c in new_ids]
-            sizes = [(c + shift if c >= snap.next_id else c, s) for c, s in sizes]
-            next_id += shift
-        overtaken = last_run != snap.last_run
-        if not overtaken:
-            changed = [
-                {"cid": cid, "eid": eid}
-                for eid, cid, before in zip(snap.ids, new_ids, snap.old, strict=True)
-                if cid != before
-            ]
-        else:  # another run rewrote the membership since our read: write every row
-            changed = [{"cid": cid, "eid": eid} for cid, eid in zip(new_ids, snap.ids, strict=True)]
-        if changed:
-            _write_membership(conn, changed)
-            meta.bump_version(conn)  # cached neighbourhoods carry community ids
-        conn.execute(delete(T_COMMUNITIES))
-        if sizes:
-            conn.exec_driver_sql(
-                _insert_community_sql(), [{"cid": cid, "size": size} for cid, size in sizes]
-            )
-        meta.set_next_community_id(conn, next_id)
-        if overtaken:
-            # Which of the two runs saw the newer graph is unknown: let the next sync redo it.
-            meta.mark_stale(conn, meta.COMMUNITIES)
-        elif (
-            meta.holds_claim(conn, meta.COMMUNITIES, token)
-            and _fingerprint(conn) == snap.fingerprint
-        ):
-            meta.clear_stale(conn, meta.COMMUNITIES)
-        run: dict[str, Any] = {
-            "algorithm": algorithm,
-            "resolution": resolution,
-            "seed": seed,
-            "modularity": modularity,
-            "node_count": len(snap.ids),
-            "edge_count": len(snap.pairs),
-            "community_count": len(sizes),
-            "seconds": time.perf_counter() - started,
-            "created_at": settings.current_time().timestamp(),
-        }
-        run_id = conn.execute(insert(T_RUNS).values(run).returning(T_RUNS.c.id)).scalar_one()
+        with db.write(engine, retry_seconds=retry) as conn:
+            last_run = conn.execute(_LAST_RUN).scalar_one()
+            stored = meta.next_community_id(conn) or 0
+            if stored > snap.next_id:
+                # Another run committed fresh ids meanwhile: move ours past them (never reuse one).
+                shift = stored - snap.next_id
+                new_ids = [c + shift if c >= snap.next_id else c for c in new_ids]
+                sizes = [(c + shift if c >= snap.next_id else c, s) for c, s in sizes]
+                next_id += shift
+            overtaken = last_run != snap.last_run
+            if not overtaken:
+                changed = [
+                    {"cid": cid, "eid": eid}
+                    for eid, cid, before in zip(snap.ids, new_ids, snap.old, strict=True)
+                    if cid != before
+                ]
+            else:  # another run rewrote the membership since our read: write every row
+                changed = [
+                    {"cid": cid, "eid": eid} for cid, eid in zip(new_ids, snap.ids, strict=True)
+                ]
+            if changed:
+                _write_membership(conn, changed)
+                meta.bump_version(conn)  # cached neighbourhoods carry community ids
+            conn.execute(delete(T_COMMUNITIES))
+            if sizes:
+                conn.exec_driver_sql(
+                    _insert_community_sql(), [{"cid": cid, "size": size} for cid, size in sizes]
+                )
+            meta.set_next_community_id(conn, next_id)
+            if overtaken:
+                # Which of the two runs saw the newer graph is unknown: let the next sync redo it.
+                meta.mark_stale(conn, meta.COMMUNITIES)
+            elif (
+                meta.holds_claim(conn, meta.COMMUNITIES, token)
+                and _fingerprint(conn) == snap.fingerprint
+            ):
+                meta.clear_stale(conn, meta.COMMUNITIES)
+            run: dict[str, Any] = {
+                "algorithm": algorithm,
+                "resolution": resolution,
+                "seed": seed,
+                "modularity": modularity,
+                "node_count": len(snap.ids),
+                "edge_count": len(snap.pairs),
+                "community_count": len(sizes),
+                "seconds": time.perf_counter() - started,
+                "created_at": settings.current_time().timestamp(),
+            }
+            run_id = conn.execute(insert(T_RUNS).values(run).returning(T_RUNS.c.id)).scalar_one()
     return CommunityRunInfo(id=int(run_id), **run)
 
 

@@ -27,6 +27,9 @@ load, recreating the indexes and triggers the load dropped
 notes). SQLite sorts and writes the index with the GIL released, on the second core, while the
 communities read the graph and partition it; the copy follows, so it also copies the new
 indexes. Without a thread of its own (in memory, read-only), that step runs before the block.
+
+The communities write their result inside the block too: the restore ends about when the
+partition does, and the copy after it took another 0.05 s, which the write had waited for.
 """
 
 from __future__ import annotations

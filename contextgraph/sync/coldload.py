@@ -10,8 +10,8 @@ load, in its own write transaction, keeps their SQL in the stale mark :data:`COL
 inside its transaction (:func:`contextgraph.store.fulltext.index_files` and
 :func:`fill_search_dates`), so neither the full-text index nor ``search_dates`` ever lags the
 files; and one transaction at the end recreates the objects exactly as they were
-(:func:`restore`). The sync runs it in a thread while its communities read and partition the
-graph (:func:`contextgraph.sync.run._finish`), or before anything else writes: a code graph's
+(:func:`restore`). The sync runs it in a thread while its communities read, partition and store
+the graph (:func:`contextgraph.sync.run._finish`), or before anything else writes: a code graph's
 rebuild, batches that update or delete files. The new folders a sync loads after the first
 load into the same deferral, their batches indexing their own files as the first folder's do.
 Without the indexes, queries give the same answers, only slower, for the length of the load.

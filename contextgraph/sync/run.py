@@ -231,8 +231,8 @@ def _finish(
     """Recompute what the file phase marked stale (code graphs, communities); count.
 
     ``deferred``: the last source's cold load has yet to recreate what it dropped
-    (:func:`coldload.restore`). That runs in a thread while the communities read and partition
-    the graph, then the WAL is copied (:func:`checkpoint.meanwhile`); before a code graph is
+    (:func:`coldload.restore`). That runs in a thread while the communities read, partition and
+    store the graph, then the WAL is copied (:func:`checkpoint.meanwhile`); before a code graph is
     rebuilt, or at the end when the communities are current, it runs here.
     """
     restore: Callable[[], None] | None = None
