@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -62,6 +64,43 @@ def test_a_sync_copies_while_its_communities_compute_and_leaves_no_thread(
     assert entered == [graph.engine]
     assert graph.doctor().ok
     graph.close()
+
+
+def test_the_communities_are_stored_inside_the_block(
+    db_path: Path, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's write overlaps the work beside it (the WAL copy blocks no writer)."""
+    graph = ContextGraph.open(db_path)
+    stored: list[int] = []
+    meanwhile = checkpoint.meanwhile
+
+    @contextmanager
+    def recorded(engine: Engine, first: Callable[[], None] | None = None) -> Iterator[None]:
+        with meanwhile(engine, first):
+            yield
+            with db.read(engine) as conn:
+                runs = conn.execute(text("SELECT count(*) FROM community_runs")).scalar_one()
+            stored.append(runs)
+
+    monkeypatch.setattr(checkpoint, "meanwhile", recorded)
+    write("a.md", "[[Alpha]] and [[Beta]].")
+    assert graph.sync([vault]).communities
+    assert stored == [1]
+    graph.close()
+
+
+def test_igraph_loads_with_the_first_partition_not_with_its_module() -> None:
+    """So that a sync checks its arguments and claims the run before the 20-30 ms import,
+    which then overlaps the work beside the run."""
+    probe = (
+        "import sys\n"
+        "from contextgraph.graph import partition\n"
+        "before = 'igraph' in sys.modules\n"
+        "partition.partition(2, [(0, 1)], [1.0], algorithm='leiden', resolution=1.0, seed=1)\n"
+        "print(before, 'igraph' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"]
 
 
 @pytest.mark.parametrize("where", ["memory", "read-only"])
