@@ -114,6 +114,7 @@ class Watcher:
         self._failed: dict[str, set[str]] = defaultdict(set)
         # Per source name, the root watched and its (device, inode) when the watch began.
         self._watched: dict[str, tuple[str, tuple[int, int] | None]] = {}
+        self._missing: set[str] = set()  # the sources whose folder is gone, as last said
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -137,6 +138,7 @@ class Watcher:
             while not stop.is_set():
                 sources = self._sources()
                 live = {s for s in sources if s.root.is_dir()}
+                self._say_missing([s for s in sources if s not in live])
                 if not live:
                     self.refresh_weights(time.monotonic())
                     stop.wait(self.poll_seconds)
@@ -197,6 +199,17 @@ class Watcher:
             reason = " ".join(str(exc).split())[:300]
             self.on_state(f"watching stopped ({reason}): catching up, then watching again")
             stop.wait(self.poll_seconds)  # not a loop at full speed while the cause stays
+
+    def _say_missing(self, missing: list[SourceInfo]) -> None:
+        """Say once which sources' folders are gone (a sync says it each time): their files
+        stay stored, as a sync keeps them, and are watched again once the folder is back."""
+        for source in sorted(missing, key=lambda s: s.name):
+            if source.name not in self._missing:
+                self.on_state(
+                    f"the folder of source {source.name!r} ({source.root}) is gone: its files"
+                    " stay stored, and it is watched again once the folder is back"
+                )
+        self._missing = {s.name for s in missing}
 
     def refresh_weights(self, now: float) -> None:
         """Recompute BuildContext's precomputed lists when the day turned (at most once a minute).

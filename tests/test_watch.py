@@ -128,6 +128,34 @@ def test_a_folder_deleted_and_recreated_is_followed(watched: tuple[ContextGraph,
         wait_for(lambda: hits(graph, "reborn") == [])
 
 
+def test_a_source_folder_that_goes_away_is_said_once_and_watched_again_when_back(
+    watched: tuple[ContextGraph, Path], tmp_path: Path
+) -> None:
+    graph, vault = watched
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "o.md").write_text("Other note [[Other]]\n", encoding="utf-8")
+    graph.sync([other], name="other")
+
+    def gone_lines(states: list[str]) -> list[str]:
+        return [s for s in states if s.startswith("the folder of source 'other'")]
+
+    with Running(graph) as running:
+        moved = tmp_path / "moved"
+        other.rename(moved)
+        wait_for(lambda: len(gone_lines(running.states)) == 1)
+        assert f"({other}) is gone" in gone_lines(running.states)[0]
+        (vault / "b.md").write_text("Beta note [[Beta]]\n", encoding="utf-8")  # still watched
+        wait_for(lambda: hits(graph, "beta") == ["memory://vault/b.md"])
+        assert hits(graph, "other") == ["memory://other/o.md"]  # kept, as a sync keeps it
+        assert len(gone_lines(running.states)) == 1  # said once, not at every poll
+        moved.rename(other)
+        (other / "p.md").write_text("Pleased note [[Other]]\n", encoding="utf-8")
+        wait_for(lambda: hits(graph, "pleased") == ["memory://other/p.md"])
+        shutil.rmtree(other)
+        wait_for(lambda: len(gone_lines(running.states)) == 2)  # gone again: said again
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_a_git_checkout_of_another_branch_leaves_the_store_as_a_fresh_sync(
     watched: tuple[ContextGraph, Path], tmp_path: Path
