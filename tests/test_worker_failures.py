@@ -7,6 +7,7 @@ extraction of chosen files kill the worker (SIGKILL), or keeps every worker from
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import subprocess
@@ -16,8 +17,10 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from contextgraph import ContextGraph, Settings
-from contextgraph.sync.workers import HELPER, WORKER
+from contextgraph.sync.workers import CHUNK, HELPER, MAX_CHUNK, WORKER, chunk_bounds
 from tests.helpers import child_env, snapshot
 
 FILES = 450  # over POOL_THRESHOLD: the sync extracts in worker processes
@@ -314,8 +317,26 @@ if __name__ == "__main__":
 """
 
 
-def test_results_reach_the_writer_in_job_order_when_the_pool_broke(tmp_path: Path) -> None:
-    vault = _vault(tmp_path / "vault")
+def test_chunks_shrink_toward_the_end_of_a_large_extraction() -> None:
+    for count in (0, 1, 31, 450, 1024, 1025, 4138, 13415, 100_000):
+        bounds = chunk_bounds(count)
+        sizes = [end - start for start, end in itertools.pairwise(bounds)]
+        assert bounds[0] == 0 and bounds[-1] == count and all(size > 0 for size in sizes)
+        assert all(CHUNK <= size <= MAX_CHUNK for size in sizes[:-1])
+        assert sizes == sorted(sizes, reverse=True)
+        if count <= 1024:
+            assert sizes[:-1] == [CHUNK] * (len(sizes) - 1)  # a small sync: as before
+        else:
+            assert sizes[-2] == CHUNK  # what is left at the end goes in small chunks
+    assert chunk_bounds(13415)[1] == MAX_CHUNK
+
+
+# 1,300 files: chunks of 41, 39, ... (chunk_bounds), a killed file's chunk is not 32 long.
+@pytest.mark.parametrize("files", [FILES, 1300])
+def test_results_reach_the_writer_in_job_order_when_the_pool_broke(
+    tmp_path: Path, files: int
+) -> None:
+    vault = _vault(tmp_path / "vault", files)
     site = _killing_site(tmp_path / "site", KILL_ON)
     script = tmp_path / "order.py"
     script.write_text(ORDER, encoding="utf-8")
@@ -428,8 +449,10 @@ def _slow_site(folder: Path, log: Path, *, kill_helpers: bool) -> Path:
     )
 
 
-def _run_helped(tmp_path: Path, *, kill_helpers: bool) -> tuple[dict[str, Any], list[str]]:
-    vault = _vault(tmp_path / "vault")
+def _run_helped(
+    tmp_path: Path, *, kill_helpers: bool, files: int = FILES
+) -> tuple[dict[str, Any], list[str]]:
+    vault = _vault(tmp_path / "vault", files)
     log = tmp_path / "extracted.log"
     site = _slow_site(tmp_path / "site", log, kill_helpers=kill_helpers)
     script = tmp_path / "helped.py"
@@ -457,8 +480,9 @@ def test_a_helper_extracts_while_the_writer_waits(tmp_path: Path) -> None:
     assert sorted(path for path, _ in by) == sorted(p.name for p in (tmp_path / "vault").iterdir())
 
 
-def test_a_helper_killed_by_a_file_loses_nothing(tmp_path: Path) -> None:
-    result, log = _run_helped(tmp_path, kill_helpers=True)
+@pytest.mark.parametrize("files", [FILES, 1300])
+def test_a_helper_killed_by_a_file_loses_nothing(tmp_path: Path, files: int) -> None:
+    result, log = _run_helped(tmp_path, kill_helpers=True, files=files)
     # What the helper held is extracted again by lone workers: nothing failed, nothing is
     # missing, the order holds.
     assert result == {"same": True, "notes": []}

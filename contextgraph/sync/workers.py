@@ -33,6 +33,7 @@ from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ProcessP
 from concurrent.futures import wait as wait_for
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from itertools import pairwise
 from multiprocessing import current_process, get_context
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -43,7 +44,9 @@ if TYPE_CHECKING:
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 WATCH_SECONDS = 0.5
-CHUNK = 32  # jobs per task of the pool: fewer, larger messages between the processes
+# Jobs per task of the pool (chunk_bounds): fewer, larger messages between the processes, but
+# small ones at the end, where the last chunk to finish is what the writer waits for.
+CHUNK, MAX_CHUNK, CHUNK_SHARE = 32, 128, 32
 WORKER, HELPER = "contextgraph-worker", "contextgraph-helper"  # the pools' process names
 _STARTED = "started"  # a lone worker's first message: it got past its start-up
 # What a pool's submit raises when it cannot start a worker: the pool is broken, or no process
@@ -173,15 +176,34 @@ def prepare_in_pool(
         yield from _recover(jobs, left, workers, out, warn)
 
 
+def chunk_bounds(count: int) -> list[int]:
+    """Where each chunk of ``count`` jobs starts, then ``count``.
+
+    Each chunk takes 1/:data:`CHUNK_SHARE` of the jobs not yet in a chunk, but at least
+    :data:`CHUNK` and at most :data:`MAX_CHUNK` (guided self-scheduling): a sync of up to 1,024
+    files gets chunks of 32, and a large one gets chunks of 128 until its last few thousand
+    files, which shrink back to 32. Every chunk costs both processes a message and the writer
+    a wait; a cold CLI sync of 13,415 notes in chunks of 128 took 0.09 s less than in chunks of
+    32 (8 of 8 pairs), but pydantic's 535 files, whose extraction bounds their sync, took 0.5 s
+    more: the last chunk, one process's work while the other had none, was four times as long.
+    """
+    bounds = [0]
+    while bounds[-1] < count:
+        left = count - bounds[-1]
+        bounds.append(bounds[-1] + min(left, MAX_CHUNK, max(CHUNK, -(-left // CHUNK_SHARE))))
+    return bounds
+
+
 def submit_chunks(pool: ProcessPoolExecutor, jobs: Sequence[Job]) -> list[Future[list[Prepared]]]:
-    """Give ``pool`` every job, in chunks of :data:`CHUNK`, in order: a future per chunk, as far
-    as the pool took them (a broken pool, or one that cannot start a process, takes no more;
-    what is left is the caller's, :func:`_pool_round`)."""
+    """Give ``pool`` every job, in the chunks of :func:`chunk_bounds`, in order: a future per
+    chunk, as far as the pool took them (a broken pool, or one that cannot start a process,
+    takes no more; what is left is the caller's, :func:`_pool_round`)."""
     futures: list[Future[list[Prepared]]] = []
+    bounds = chunk_bounds(len(jobs))
     try:
         with _spawning():
-            for start in range(0, len(jobs), CHUNK):
-                futures.append(pool.submit(_prepare_chunk, list(jobs[start : start + CHUNK])))
+            for start, end in pairwise(bounds):
+                futures.append(pool.submit(_prepare_chunk, list(jobs[start:end])))
     except _SUBMIT_FAILED:
         pass
     return futures
@@ -231,14 +253,15 @@ def _pool_round(
     what it holds is soon handed on. ``ahead``: ``started``'s futures of the chunks, given
     to it already (:func:`submit_chunks`).
     """
-    starts = range(0, len(jobs), CHUNK)
+    bounds = chunk_bounds(len(jobs))
+    chunks = len(bounds) - 1
     with contextlib.ExitStack() as stack:
         # Its workers die with this process; leaving the block shuts it down.
         pool = stack.enter_context(_owned(started or process_pool(workers)))
         aid = stack.enter_context(_owned(process_pool(helpers, HELPER))) if helpers else None
         # Broken, or no process could start: the jobs not submitted are left below.
         futures = list(ahead) if ahead is not None else submit_chunks(pool, jobs)
-        helping = _Helping(jobs, futures, aid, helpers)
+        helping = _Helping(jobs, bounds, futures, aid, helpers)
         try:
             for k in range(len(futures)):  # k is used after a break
                 helping.wait(k)
@@ -249,7 +272,7 @@ def _pool_round(
                 yield from chunk
                 out.next += len(chunk)
             else:
-                if len(futures) == len(starts):
+                if len(futures) == chunks:
                     return []
                 k = len(futures)
         except BaseException:  # the sync stops (its writer failed): extract no more
@@ -257,17 +280,17 @@ def _pool_round(
                 future.cancel()
             raise
     left: list[int] = []
-    for start, future in zip(starts[k:], futures[k:], strict=False):
+    for j in range(k, len(futures)):
+        future, start, end = futures[j], bounds[j], bounds[j + 1]
         error = None if future.cancelled() else future.exception()
         if future.cancelled() or isinstance(error, BrokenProcessPool):
-            left.extend(range(start, min(start + CHUNK, len(jobs))))
+            left.extend(range(start, end))
         elif error is None:
             for i, prepared in enumerate(future.result(), start=start):
                 out.put(i, prepared)
         else:
             raise error  # prepare itself failed: as if it had run in this process
-    for start in starts[len(futures) :]:
-        left.extend(range(start, min(start + CHUNK, len(jobs))))
+    left.extend(range(bounds[len(futures)], len(jobs)))  # the chunks never submitted
     return left
 
 
@@ -292,11 +315,13 @@ class _Helping:
     def __init__(
         self,
         jobs: Sequence[Job],
+        bounds: list[int],
         futures: list[Future[list[Prepared]]],
         aid: ProcessPoolExecutor | None,
         helpers: int,
     ) -> None:
-        self.jobs, self.futures, self.aid, self.helpers = jobs, futures, aid, helpers
+        self.jobs, self.bounds, self.futures = jobs, bounds, futures
+        self.aid, self.helpers = aid, helpers
         self.running: list[Future[list[Prepared]]] = []  # the helpers' chunks not done yet
         self.scanned = 0  # the chunks before it are a helper's, started or done: none to take
         self.start_up = 0.0  # how long the writer waited for the first chunk
@@ -334,10 +359,9 @@ class _Helping:
             self.scanned = j + 1
             if not futures[j].cancel():
                 continue  # started (or done) in the pool: for good
-            start = j * CHUNK
             try:
                 with _spawning():
-                    part = list(self.jobs[start : start + CHUNK])
+                    part = list(self.jobs[self.bounds[j] : self.bounds[j + 1]])
                     futures[j] = self.aid.submit(_prepare_chunk, part)
             except _SUBMIT_FAILED:
                 self.aid = None  # no helper can run: the chunk is left for _recover
