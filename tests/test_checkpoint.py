@@ -43,20 +43,31 @@ def test_the_wal_is_copied_into_the_database_file_meanwhile(db_path: Path) -> No
     graph.close()
 
 
-def test_a_sync_copies_while_its_communities_compute_and_leaves_no_thread(
-    db_path: Path, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    graph = ContextGraph.open(db_path)
+def _spy_meanwhile(
+    monkeypatch: pytest.MonkeyPatch, on_leave: Callable[[Engine], None] | None = None
+) -> list[Engine]:
+    """Wrap checkpoint.meanwhile: the engines of the blocks entered, in order; ``on_leave``
+    runs as each block's body ends, before the block is left (its thread still running)."""
     entered: list[Engine] = []
     meanwhile = checkpoint.meanwhile
 
     @contextmanager
-    def recorded(engine: Engine, first: Callable[[], None] | None = None) -> Iterator[None]:
+    def spy(engine: Engine, first: Callable[[], None] | None = None) -> Iterator[None]:
         with meanwhile(engine, first):
             entered.append(engine)
             yield
+            if on_leave is not None:
+                on_leave(engine)
 
-    monkeypatch.setattr(checkpoint, "meanwhile", recorded)
+    monkeypatch.setattr(checkpoint, "meanwhile", spy)
+    return entered
+
+
+def test_a_sync_copies_while_its_communities_compute_and_leaves_no_thread(
+    db_path: Path, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = ContextGraph.open(db_path)
+    entered = _spy_meanwhile(monkeypatch)
     write("a.md", "[[Alpha]] and [[Beta]].")
     assert graph.sync([vault]).communities
     assert entered == [graph.engine] and not _copying()
@@ -72,17 +83,12 @@ def test_the_communities_are_stored_inside_the_block(
     """The run's write overlaps the work beside it (the WAL copy blocks no writer)."""
     graph = ContextGraph.open(db_path)
     stored: list[int] = []
-    meanwhile = checkpoint.meanwhile
 
-    @contextmanager
-    def recorded(engine: Engine, first: Callable[[], None] | None = None) -> Iterator[None]:
-        with meanwhile(engine, first):
-            yield
-            with db.read(engine) as conn:
-                runs = conn.execute(text("SELECT count(*) FROM community_runs")).scalar_one()
-            stored.append(runs)
+    def count_runs(engine: Engine) -> None:
+        with db.read(engine) as conn:
+            stored.append(conn.execute(text("SELECT count(*) FROM community_runs")).scalar_one())
 
-    monkeypatch.setattr(checkpoint, "meanwhile", recorded)
+    _spy_meanwhile(monkeypatch, count_runs)
     write("a.md", "[[Alpha]] and [[Beta]].")
     assert graph.sync([vault]).communities
     assert stored == [1]
