@@ -184,7 +184,7 @@ def chunk_bounds(count: int) -> list[int]:
     files gets chunks of 32, and a large one gets chunks of 128 until its last few thousand
     files, which shrink back to 32. Every chunk costs both processes a message and the writer
     a wait; a cold CLI sync of 13,415 notes in chunks of 128 took 0.09 s less than in chunks of
-    32 (8 of 8 pairs), but pydantic's 535 files, whose extraction bounds their sync, took 0.5 s
+    32 (8 of 8 pairs), but pydantic's 531 files, whose extraction bounds their sync, took 0.5 s
     more: the last chunk, one process's work while the other had none, was four times as long.
     """
     bounds = [0]
