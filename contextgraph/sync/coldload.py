@@ -20,9 +20,9 @@ FTS5 also writes its index in fewer, larger pieces for the length of the load. I
 transaction's new entries in memory and writes them out as a new segment whenever they pass
 its ``hashsize`` (1 MiB by default), then merges segments as they pile up, four of a level at a
 time, reading and writing each again. 27 batches of 500 notes wrote 62 segments. While the load
-is deferred, ``hashsize`` is :data:`LOAD_HASH_BYTES`, a bound rather than an allocation (such a
-batch needs about 4 MiB), so each batch writes one segment; :func:`restore` sets the value back
-as it was. The index holds the same entries either way.
+is deferred, ``hashsize`` is :data:`LOAD_HASH_BYTES`, a bound rather than an allocation (a batch
+of 1,000 such notes needs less than 8 MiB), so each batch writes one segment; :func:`restore`
+sets the value back as it was. The index holds the same entries either way.
 
 A sync killed in between leaves the mark: every sync starts by calling :func:`restore` (under
 the sync lock, before any of its batches), and every writer of ``files`` is a sync.
