@@ -14,16 +14,17 @@ from urllib.parse import unquote
 import pytest
 import yaml
 from helpers import first_links_agree
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.common import html_re
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
+from contextgraph.notes import markdown
 from contextgraph.notes.frontmatter import _simple_mapping, body_offset, load_yaml
 from contextgraph.notes.links import fast_path_ok, find_links_fast, is_attachment, target_of
-from contextgraph.notes.markdown import _comment_end, find_links_markdown
+from contextgraph.notes.markdown import _comment_end, code_and_comments, find_links_markdown
 from contextgraph.notes.wikilinks import (
     ATTACHMENT_EXTENSIONS,
     MAX_CONCEPT_LENGTH,
@@ -604,6 +605,38 @@ def test_inline_code_and_html_agree_with_the_reference(pieces: list[str]) -> Non
     text = "".join(pieces)
     implementations_agree(text)
     assert implementation_links(text) == reference_links(text)
+
+
+LINKING_PIECES = [
+    "[a](", "](", "[", "]", "(", ")", "`", "``", "\\", "x", " ", "<", ">", "!", "[x]", "[y]",
+    "<!--", "-->", "&#96;", "*", "_", "\n", '"', "[[x]]", "[a](`", "`)", "\\`", "[x]`", "<a`>",
+    "[`b`]",
+]  # fmt: skip
+# Every inline rule of the commonmark preset: the reference for the rules markdown.py runs.
+_EVERY_INLINE_RULE = MarkdownIt("commonmark").inline.ruler.get_active_rules()
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(LINKING_PIECES), max_size=40), st.booleans())
+@example(["[a](`", "x", "`)", " [[x]] `"], False)  # a backtick in a link's destination is its own
+@example(["[x]", "[`b`]", " [[x]] `"], True)  # so is one in a full reference's label
+@example(["\\`", "x", "`"], False)  # an escaped backtick opens nothing
+def test_the_inline_rules_left_off_never_move_a_code_span_or_comment(
+    pieces: list[str], defined: bool
+) -> None:
+    """markdown.py parses a paragraph with only the inline rules that can move a code span or
+    an HTML comment, and without link rules where no link can be: the same ranges as with every
+    rule of the preset on."""
+    content = "".join(pieces)
+    env: dict[str, Any] = {}
+    if defined:  # link references, as a block parse of a note defining them leaves in env
+        MarkdownIt("commonmark").parse("[x]: /u\n[`b`]: /v\n", env)
+    found = code_and_comments(content, dict(env))
+    every = markdown._inline_rules(MarkdownIt("commonmark"), _EVERY_INLINE_RULE)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(markdown, "_MD", every)
+        patch.setattr(markdown, "_PLAIN", every)
+        assert found == code_and_comments(content, dict(env))
 
 
 def test_inline_code_across_lines_and_fences_in_lists() -> None:

@@ -136,11 +136,33 @@ def _html_inline(state: StateInline, silent: bool) -> bool:
     return html_inline(state, silent)
 
 
-_MD = MarkdownIt("commonmark")
+def _inline_rules(md: MarkdownIt, names: list[str]) -> MarkdownIt:
+    """``md`` with only the inline rules ``names``, its backticks and HTML rules noting where
+    they matched (:func:`_noting`) and its image rule keeping the label's offset."""
+    md.inline.ruler.enableOnly(names)
+    md.inline.ruler.at("backticks", _noting(backtick, _CODE, "code_inline"))
+    md.inline.ruler.at("html_inline", _noting(_html_inline, _COMMENTS, "html_inline", "<!--"))
+    md.inline.ruler.at("image", _image)
+    return md
+
+
+# The inline parse is asked only where code spans and HTML comments lie, so it runs only the
+# rules that can move them: escapes (``\```` opens no code span), autolinks and inline HTML
+# (a backtick inside one is theirs), links and images (one in a link's destination is the
+# link's). The rules left off (emphasis, line breaks, entities) match only at ``*``, ``_``,
+# a line break or ``&``, where none of those can, and they consume none of the characters
+# where those can: without them the parse steps over the same text. Nor is emphasis
+# post-processed: :func:`code_and_comments` only tokenizes. A link or an image needs a ``](``
+# or a link reference defined: a paragraph without either (most) goes to :data:`_PLAIN`,
+# which spares trying a link at every ``[``.
+_MD = _inline_rules(
+    MarkdownIt("commonmark"),
+    ["text", "escape", "backticks", "link", "image", "autolink", "html_inline"],
+)
 _MD.core.ruler.disable("inline")  # the inline parse runs per paragraph that holds a `[[`
-_MD.inline.ruler.at("backticks", _noting(backtick, _CODE, "code_inline"))
-_MD.inline.ruler.at("html_inline", _noting(_html_inline, _COMMENTS, "html_inline", "<!--"))
-_MD.inline.ruler.at("image", _image)
+_PLAIN = _inline_rules(
+    MarkdownIt("commonmark"), ["text", "escape", "backticks", "autolink", "html_inline"]
+)
 
 _LEAVES = frozenset({"fence", "code_block", "html_block", "hr"})
 _OPEN_ENDED = frozenset({"fence", "html_block"})  # the top-level blocks a blank line may not end
@@ -186,6 +208,18 @@ class _Ranges:
         return self.ranges[bisect_right(self.ends, start) : bisect_left(self.starts, end)]
 
 
+def code_and_comments(
+    content: str, env: dict[str, Any]
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Where markdown-it's inline parse of ``content`` (one paragraph's or heading's) finds
+    code spans and HTML comments, as (start, end) in ``content``; ``env`` is the block
+    parse's (its link references)."""
+    env[_CODE], env[_COMMENTS], env[_BASES] = [], [], [0]
+    md = _MD if "](" in content or env.get("references") else _PLAIN
+    md.inline.tokenize(StateInline(content, md, env, []))
+    return env[_CODE], env[_COMMENTS]
+
+
 def links_in_inline(
     content: str, env: dict[str, Any], *, code_in_links: bool = True
 ) -> list[tuple[int, int, bool]]:
@@ -199,9 +233,7 @@ def links_in_inline(
         return [
             (s - 1, e, True) if s and content[s - 1] == "!" else (s, e, False) for s, e in found
         ]
-    env[_CODE], env[_COMMENTS], env[_BASES] = [], [], [0]
-    _MD.inline.parse(content, _MD, env, [])
-    code, comments = env[_CODE], env[_COMMENTS]
+    code, comments = code_and_comments(content, env)
     masked = _blank(content, code + comments)
     found = [(m.start(), m.end()) for m in LINK_RE.finditer(masked)]
     if code_in_links and code:
