@@ -471,14 +471,14 @@ def test_a_file_that_cannot_be_opened_is_reported_and_retracted(
     store.sync([vault])
     assert concepts_of(store, "locked.md") == {"locked-away", "control-alpha"}
     note.write_text("[[Locked Away]] [[Control Alpha]] edited", encoding="utf-8")
-    real_open = open
+    real_open = ingest.nonblocking  # what a sync opens every file it reads with
 
-    def refusing_open(path: object, *args: object, **kwargs: object) -> object:
-        if str(path).endswith("locked.md"):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
+    def refusing_open(path: str, flags: int) -> int:
+        if path.endswith("locked.md"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags)
 
-    monkeypatch.setattr(ingest, "open", refusing_open, raising=False)
+    monkeypatch.setattr(ingest, "nonblocking", refusing_open)
     report = store.sync()
     assert "unreadable" in {p.path: p.reason for p in report.failed}["locked.md"]
     assert "locked.md" not in stored_paths(store)  # as a fresh sync would have it

@@ -119,6 +119,22 @@ def test_a_file_that_grew_after_fstat_is_read_to_its_end_or_refused(
         assert exact.status == "new" and exact.text == body
 
 
+def test_reads_that_come_back_short_still_read_the_whole_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read may return fewer bytes than asked (a signal, a network or FUSE file system):
+    the file is read on to its end, and its limit still holds."""
+    note = tmp_path / "n.md"
+    body = "[[short]] reads " * 300
+    note.write_text(body, encoding="utf-8")
+    real = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: real(fd, min(n, 7)))
+    p = prepare(_job(note, "note"))
+    assert (p.status, p.text, dict(p.concepts)) == ("new", body, {"short": 300})
+    refused = prepare(_job(note, "note", limit=len(body) - 1))
+    assert (refused.status, refused.reason) == ("failed", f"larger than {len(body) - 1} bytes")
+
+
 def _fails_on_poison(text: str, max_length: int = MAX_CONCEPT_LENGTH) -> object:
     if "POISON" in text:
         raise IndexError("list index out of range")

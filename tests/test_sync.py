@@ -160,16 +160,16 @@ def test_unreadable_and_vanished_files_are_reported(
     write("ok.md", "[[Alpha]] [[Beta]]")
     write("locked.md", "[[Secret]]")
     write("ghost.md", "[[Ghost]]")
-    real_open = open
+    real_open = ingest.nonblocking  # what a sync opens every file it reads with
 
-    def fake_open(path: str, *args: object, **kwargs: object) -> object:
-        if str(path).endswith("locked.md"):
+    def fake_open(path: str, flags: int) -> int:
+        if path.endswith("locked.md"):
             raise PermissionError(13, "Permission denied")
-        if str(path).endswith("ghost.md"):
+        if path.endswith("ghost.md"):
             raise FileNotFoundError(2, "No such file")
-        return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
+        return real_open(path, flags)
 
-    monkeypatch.setattr(ingest, "open", fake_open, raising=False)
+    monkeypatch.setattr(ingest, "nonblocking", fake_open)
     report = store.sync([vault])
     reasons = {p.path: p.reason for p in report.failed}
     assert reasons["locked.md"].startswith("unreadable")
