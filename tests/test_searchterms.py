@@ -23,6 +23,7 @@ from contextgraph.graph.searchterms import (
     first_heading,
     identifier_parts,
     meta_terms,
+    meta_terms_of,
     spellings,
 )
 
@@ -123,6 +124,35 @@ def test_meta_terms_unchanged_for_a_note_and_a_code_path() -> None:
         "how to",
         "md",
     ]
+
+
+def reference_meta_words(path: str, symbols: tuple[str, ...]) -> list[str]:
+    """The words meta_terms gives after the path and heading lines: every spelling of every
+    identifier (two or more of ``[A-Za-z0-9_]``) in the path's pieces, then the symbols'."""
+    words: dict[str, None] = {}
+    for name in [*re.split(r"[/.]", path), *symbols]:
+        for word in re.findall(r"[A-Za-z0-9_]{2,}", name):
+            words.update(dict.fromkeys(s for s in spellings(word) if s))
+    return list(words)
+
+
+paths = st.lists(
+    st.sampled_from(["/", ".", "a", "ab", "Foo", "getHTTP", "_x", "md", "x1", "é", " "]),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(paths, min_size=1, max_size=4), st.lists(paths, max_size=2))
+def test_meta_terms_give_every_path_and_symbol_word_once_in_order(
+    many: list[str], symbols: list[str]
+) -> None:
+    # Several paths in one run: a folder's words are cached, and must come out the same
+    # whichever file of it asks first.
+    for path in many:
+        lines = meta_terms_of(path, None, symbols).split("\n")
+        assert lines[0] == path.replace("/", " ").replace(".", " ")
+        assert lines[1:] == reference_meta_words(path, tuple(symbols))
 
 
 # The definition of a note's first heading: an ATX heading line, the first from the body's start.

@@ -244,14 +244,22 @@ def display_title(title: str | None, text: str | None, path: str) -> str:
     return stem or name
 
 
-def _words(names: Iterable[str]) -> list[str]:
-    out: dict[str, None] = {}
+def _words(names: Iterable[str], out: dict[str, None] | None = None) -> list[str]:
+    """The spellings of the words of ``names``, each once, in order: after those of ``out``."""
+    out = {} if out is None else out
     for name in names:
         for word in _IDENT.findall(name):
             for spelling in spellings(word):
                 if spelling:
                     out.setdefault(spelling, None)
     return list(out)
+
+
+@lru_cache(maxsize=4096)
+def _folder_words(folder: str) -> tuple[str, ...]:
+    """:func:`_words` of a folder's path, cached: a sync reads a folder's files one after
+    another, and each file's index terms start with the same words."""
+    return tuple(_words(re.split(r"[/.]", folder)))
 
 
 def symbol_names(facts: str | None) -> list[str]:
@@ -278,7 +286,9 @@ def meta_terms_of(path: str, text: str | None, symbols: Iterable[str]) -> str:
         heading = first_heading(text)
         if heading:
             parts.append(heading)
-    parts.extend(_words([*re.split(r"[/.]", path), *symbols]))
+    folder, _, name = path.rpartition("/")
+    before = dict.fromkeys(_folder_words(folder)) if folder else None
+    parts.extend(_words([*name.split("."), *symbols], before))
     return "\n".join(parts)
 
 
