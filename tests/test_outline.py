@@ -49,9 +49,9 @@ LOGSEQ = """\
 
 def test_a_logseq_outline_is_read_without_markdown_it() -> None:
     body = markdown._Source(LOGSEQ, 0).src
-    tokens = outline_blocks(body)
-    assert tokens is not None
-    assert [tok.map for tok in tokens if tok.type == "inline"] == [
+    paragraphs = outline_blocks(body)
+    assert paragraphs is not None
+    assert [[first, first + len(texts)] for first, texts in paragraphs] == [
         [0, 1],
         [1, 3],  # a heading leaves no paragraph open: the text after it starts one
         [3, 4],

@@ -41,7 +41,7 @@ from markdown_it.rules_inline import StateInline, backtick, html_inline, image
 from markdown_it.token import Token
 
 from contextgraph.notes.links import LINK_RE, Link, fast_path_ok, make_link, scan
-from contextgraph.notes.outline import outline_blocks
+from contextgraph.notes.outline import Paragraph, outline_blocks
 
 _CODE = "contextgraph_code"  # env key: code span ranges, in the inline content's offsets
 _COMMENTS = "contextgraph_comments"  # env key: HTML comment ranges
@@ -353,8 +353,11 @@ def _open_block(tokens: list[Token], lines: int) -> tuple[int, int] | None:
     return None
 
 
-def _parse(src: str, env: dict[str, Any]) -> list[tuple[int, list[Token]]]:
-    """markdown-it's block tokens for ``src``, as (line offset, tokens) per piece parsed.
+def _parse(
+    src: str, env: dict[str, Any]
+) -> tuple[list[tuple[int, list[Token]]], list[tuple[int, list[Paragraph]]]]:
+    """markdown-it's block tokens for ``src``, as (line offset, tokens) per piece parsed, and
+    the paragraphs of the parts read as outlines, as (line offset, paragraphs) per part.
 
     The parts (:func:`_part_starts`) are parsed one by one: as each starts where nothing is
     open, markdown-it's parse of the whole ``src`` gives the same tokens, but for where a list
@@ -369,6 +372,7 @@ def _parse(src: str, env: dict[str, Any]) -> list[tuple[int, list[Token]]]:
     ends.
     """
     out: list[tuple[int, list[Token]]] = []
+    outlines: list[tuple[int, list[Paragraph]]] = []
     starts = _part_starts(src)
     parts = len(starts) - 1
     # The parts worth a look, found with a few fast searches of the whole source rather than a
@@ -395,7 +399,7 @@ def _parse(src: str, env: dict[str, Any]) -> list[tuple[int, list[Token]]]:
                 continue
             outline = outline_blocks(chunk)
             if outline is not None:
-                out.append((line, outline))
+                outlines.append((line, outline))
                 continue
         grow = 1
         while True:
@@ -414,7 +418,7 @@ def _parse(src: str, env: dict[str, Any]) -> list[tuple[int, list[Token]]]:
             i = min(parts, i + grow)
             b = starts[i]
         out.append((line, tokens))
-    return out
+    return out, outlines
 
 
 def find_links_markdown(text: str, start: int, *, code_in_links: bool = True) -> list[Link]:
@@ -422,13 +426,33 @@ def find_links_markdown(text: str, start: int, *, code_in_links: bool = True) ->
     source = _Source(text, start)
     lines, starts = source.lines, source.starts
     env: dict[str, Any] = {}
-    parsed = _parse(source.src, env)  # every reference definition is known before inline parses
+    # Every reference definition is known before the inline parses.
+    parsed, outlines = _parse(source.src, env)
     covered = bytearray(len(lines))
     links: list[Link] = []
 
     def add(line: int, col: int, s: int, e: int, embed: bool) -> None:
         offset = starts[line] + col
         links.append(make_link(text, offset, offset + (e - s), embed))
+
+    def paragraph(first: int, content: str) -> None:
+        """The links of a paragraph or setext heading whose inline content is ``content``,
+        starting on line ``first``: its line k is a suffix of source line first + k (after
+        container markers and indentation), stripped at both ends."""
+        found = links_in_inline(content, env, code_in_links=code_in_links)
+        pieces = content.split("\n")
+        piece_starts = [0]
+        for piece in pieces[:-1]:
+            piece_starts.append(piece_starts[-1] + len(piece) + 1)
+        k, shifted = 0, -1
+        for s, e, embed in found:
+            while k + 1 < len(pieces) and piece_starts[k + 1] <= s:
+                k += 1
+            line = first + k
+            if shifted != k:  # once per line, not per link (each rstrip copies the line)
+                shift = len(lines[line].rstrip()) - len(pieces[k].rstrip())
+                shifted = k
+            add(line, shift + s - piece_starts[k], s, e, embed)
 
     for base, tokens in parsed:
         for i, tok in enumerate(tokens):
@@ -445,8 +469,8 @@ def find_links_markdown(text: str, start: int, *, code_in_links: bool = True) ->
             content = inline.content
             if "[[" not in content:
                 continue
-            found = links_in_inline(content, env, code_in_links=code_in_links)
             if tok.type == "heading_open" and tok.markup not in ("=", "-"):  # ATX: one line
+                found = links_in_inline(content, env, code_in_links=code_in_links)
                 line_text = lines[a]
                 hashes = line_text.index("#")
                 while hashes < len(line_text) and line_text[hashes] == "#":
@@ -455,22 +479,14 @@ def find_links_markdown(text: str, start: int, *, code_in_links: bool = True) ->
                 for s, e, embed in found:
                     add(a, col + s, s, e, embed)
                 continue
-            # A paragraph or setext heading: content line k is a suffix of source line
-            # first + k (after container markers and indentation), stripped at both ends.
-            first = (inline.map or tok.map)[0] + base
-            pieces = content.split("\n")
-            piece_starts = [0]
-            for piece in pieces[:-1]:
-                piece_starts.append(piece_starts[-1] + len(piece) + 1)
-            k, shifted = 0, -1
-            for s, e, embed in found:
-                while k + 1 < len(pieces) and piece_starts[k + 1] <= s:
-                    k += 1
-                line = first + k
-                if shifted != k:  # once per line, not per link (each rstrip copies the line)
-                    shift = len(lines[line].rstrip()) - len(pieces[k].rstrip())
-                    shifted = k
-                add(line, shift + s - piece_starts[k], s, e, embed)
+            paragraph((inline.map or tok.map)[0] + base, content)
+    for base, paragraphs in outlines:
+        for first, texts in paragraphs:
+            a = base + first
+            covered[a : a + len(texts)] = b"\x01" * len(texts)
+            content = "\n".join(texts)
+            if "[[" in content:
+                paragraph(a, content)
     # The lines outside every block that hold a "[[" are scanned as written.
     src, counted, line = source.src, 0, 0
     at = src.find("[[")

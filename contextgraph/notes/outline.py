@@ -44,8 +44,7 @@ from __future__ import annotations
 
 import re
 
-from markdown_it.token import Token
-
+Paragraph = tuple[int, list[str]]  # (first line, the text of each of its lines)
 _HEADING_RE = re.compile(r"#{1,6}(?:[ \t]|$)")
 # What opens a block where a line's text starts, but a heading: an ordered list item, a
 # thematic break or setext underline, a fence; and a bullet item, HTML or a block quote, whose
@@ -81,18 +80,19 @@ def _is_text(content: str) -> bool:
     return first not in "*_=-" or _RULE_RE.fullmatch(content) is None
 
 
-def outline_blocks(chunk: str) -> list[Token] | None:
-    """Paragraph tokens (``paragraph_open``, ``inline``, ``paragraph_close``, maps relative to
-    ``chunk``) for the paragraphs and headings of ``chunk``, if it is an outline; else None.
+def outline_blocks(chunk: str) -> list[Paragraph] | None:
+    """The paragraphs and headings of ``chunk``, if it is an outline; else None.
 
-    The ``inline`` token's content is the paragraph's lines, each one a suffix of its source
-    line with the surrounding blanks stripped, joined by line breaks.
+    Each is (its first line, relative to ``chunk``; its lines' text): each line's text a
+    suffix of its source line with the surrounding blanks stripped, as the ``inline`` token
+    of markdown-it's paragraph holds them (joined by line breaks). Not markdown-it's tokens:
+    creating three of them per paragraph cost as much as reading the outline.
     """
     lines = chunk.split("\n")
     while lines and not lines[-1].strip():
         lines.pop()
     stack: list[int] = []  # content columns of the open list items, outermost first
-    paragraphs: list[tuple[int, list[str]]] = []  # (first line, pieces)
+    paragraphs: list[Paragraph] = []
     open_ = False  # whether the last paragraph is open
     for number, line in enumerate(lines):
         body = line.lstrip(" \t")
@@ -138,13 +138,7 @@ def outline_blocks(chunk: str) -> list[Token] | None:
         else:
             paragraphs.append((number, [content]))
             open_ = True
-    tokens: list[Token] = []
-    for first, pieces in paragraphs:
-        span = [first, first + len(pieces)]
-        tokens.append(Token("paragraph_open", "p", 1, map=span))
-        tokens.append(Token("inline", "", 0, map=span, content="\n".join(pieces)))
-        tokens.append(Token("paragraph_close", "p", -1))
-    return tokens
+    return paragraphs
 
 
-__all__ = ["outline_blocks"]
+__all__ = ["Paragraph", "outline_blocks"]
