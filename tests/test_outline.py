@@ -89,6 +89,16 @@ def test_lines_that_may_open_a_block_are_left_to_markdown_it() -> None:
         agree(f"- [[a]] `b`\n{line} [[c]]\n")
 
 
+def test_a_thematic_break_that_looks_like_an_item_is_left_to_markdown_it() -> None:
+    # "* **" is a thematic break, not an item holding "**": it ends the list, and the line
+    # after it, indented a tab with no paragraph open, is indented code.
+    for rule in ["* **", "- - -", "* * *", "-  --"]:
+        text = f"- [[a]] x\n{rule}\n\t- [[b]]\n"
+        assert outline_blocks(text) is None, rule
+        agree(text)
+        assert concepts(text) == {"a": 1}, rule
+
+
 def test_indented_code_after_a_heading_is_left_to_markdown_it() -> None:
     # Four columns past the item's content, with no paragraph open, is indented code.
     assert outline_blocks("- # H\n      [[code]] `x`\n") is None

@@ -105,6 +105,8 @@ def outline_blocks(chunk: str) -> list[Paragraph] | None:
         while reached < len(stack) and stack[reached] <= width:
             reached += 1
         past = width - (stack[reached - 1] if reached else 0)
+        if rest[0] in "-*" and _RULE_RE.fullmatch(rest):
+            return None  # a thematic break (``* **``, ``- - -``), not an item: it wins
         item = rest[0] in "-+*" and rest[1:2] == " "
         content = rest[2:] if item else rest
         heading = bool(content) and _HEADING_RE.match(content) is not None
