@@ -127,8 +127,9 @@ def prepare(job: Job) -> Prepared:
 
 
 def _read_at_most(fd: int, size: int) -> bytes:
-    """``size`` bytes from ``fd``, fewer only at the end of the file: a read may return fewer
-    (a signal, some file systems), so it is repeated until one returns nothing."""
+    """``size`` bytes from ``fd``, fewer only at the end of the file: one read may return
+    fewer than asked (a signal, some file systems), so reads go on until ``size`` bytes have
+    come or one returns nothing."""
     chunks: list[bytes] = []
     while size > 0:
         chunk = os.read(fd, size)
