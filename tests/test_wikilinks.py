@@ -697,6 +697,43 @@ def test_notes_of_many_parts_agree_with_the_full_markdown_it_reference(text: str
     assert implementation_links(text) == reference_links(text)
 
 
+FENCE_LINES = ["```", "````", "~~~", "~~~~", "```py", "``` `x`", "~~~ `x`", "   ```", "    ```",
+               "\t```", "``` ", "```\t", "- a", "- ```", "  ```", "   ~~~", "1. b", "> q", "> ```",
+               "text", "`code`", "<div>", "[r]: /u", "", "", ""]  # fmt: skip
+
+
+def _fenced_note(lines: list[tuple[str, int]]) -> str:
+    """Lines with a link numbered by its line: after the line's text (0), on a line of its own
+    after it (1), or none (2)."""
+    out = []
+    for n, (line, link) in enumerate(lines):
+        out.append(f"{line} [[l{n}]]" if link == 0 else line)
+        if link == 1:
+            out.append(f"[[m{n}]]")
+    return "\n".join(out)
+
+
+fenced_notes = st.lists(
+    st.tuples(st.sampled_from(FENCE_LINES), st.sampled_from([0, 1, 2, 2, 2])), max_size=30
+).map(_fenced_note)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fenced_notes)
+@example("```\n\n```\n[[a]]")  # a link after a fence that closed in a later part
+@example("``` `x`\n\n```\n[[a]]\n\n```")  # a backtick in the info string: no fence
+@example("- a\n  ```\n\n```\n[[a]]")  # a fence in a list item ends with it
+@example("text\n\n```\n\n~~~\n[[a]]\n````\n[[b]]")  # closed by its own marker, as long
+@example("```\n\n    ```\n\ntext [[a]]")  # indented four spaces: code, not the closing line
+@example("    ```\n\n[[a]]")  # indented code, not a fence
+def test_fences_across_parts_agree_with_the_full_markdown_it_reference(text: str) -> None:
+    """Fenced code blocks whose code holds blank lines, so that they span parts, among list
+    items, block quotes and links: what ``contextgraph.notes.fences`` follows without
+    markdown-it must give what one parse of the whole note gives."""
+    implementations_agree(text)
+    assert implementation_links(text) == reference_links(text)
+
+
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(documents, notes_in_parts))
 def test_first_links_read_as_far_as_needed_agree_with_the_whole_note(text: str) -> None:

@@ -40,6 +40,7 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline, backtick, html_inline, image
 from markdown_it.token import Token
 
+from contextgraph.notes.fences import top_level_fences
 from contextgraph.notes.links import LINK_RE, Link, fast_path_ok, make_link, scan
 from contextgraph.notes.outline import Paragraph, outline_blocks
 
@@ -366,10 +367,12 @@ def _parse(
     reference: its lines are then scanned as written; nor when it is an outline
     (:func:`~contextgraph.notes.outline.outline_blocks` gives its paragraphs). A part that
     holds no ``[[`` is not parsed when it cannot leave anything open (no fence marker, no line
-    starting with ``<``, no ``]:``). When a parse leaves a top-level fence or HTML block open
-    at its end, the tokens before that block stand, and the parse starts again at the block's
-    first line (where nothing else is open), taking in 2, 4, 8, ... more parts until the block
-    ends.
+    starting with ``<``, no ``]:``), nor when its only such markup is fences that
+    :func:`~contextgraph.notes.fences.top_level_fences` can follow: a fence left open at its
+    end runs to its closing line, and the parse goes on after that line. When a parse leaves
+    a top-level fence or HTML block open at its end, the tokens before that block stand, and
+    the parse starts again at the block's first line (where nothing else is open), taking in
+    2, 4, 8, ... more parts until the block ends.
     """
     out: list[tuple[int, list[Token]]] = []
     outlines: list[tuple[int, list[Paragraph]]] = []
@@ -379,14 +382,12 @@ def _parse(
     # test of each part (a long note has thousands of parts, most of them skipped).
     linked = _parts_holding(src, starts, "[[")
     references = _parts_holding(src, starts, "]:")
-    carrying = references.union(
-        *(_parts_holding(src, starts, marker) for marker in _FENCE_MARKERS),
-        _parts_holding(src, starts, "<", line_start=True),
-    )
+    html = _parts_holding(src, starts, "<", line_start=True)
+    fenced = set().union(*(_parts_holding(src, starts, marker) for marker in _FENCE_MARKERS))
     counted = line = 0  # line is the number of line breaks in src[:counted]
     i = 0
-    for k in sorted(linked | carrying):
-        if k < i:  # taken in by a parse grown past it
+    for k in sorted(linked | references | html | fenced):
+        if k < i:  # taken in by a parse grown past it, or by a fence
             continue
         i = k
         a, b = starts[i], starts[i + 1]
@@ -401,6 +402,22 @@ def _parse(
             if outline is not None:
                 outlines.append((line, outline))
                 continue
+        elif not (k in linked or k in references or k in html) and (
+            (fences := top_level_fences(src, a, b)) is not None
+        ):
+            if not fences or fences[-1][1] < b:
+                continue  # every fence of the part closes in it
+            opening, closing = fences[-1]
+            line += src.count("\n", a, opening)
+            inside = src.count("\n", opening, closing) + 1
+            out.append((line, [Token("fence", "code", 0, map=[0, inside], block=True)]))
+            line += inside
+            a = counted = min(closing + 1, len(src))  # the line after the fence
+            i = bisect_right(starts, a) - 1  # the part that line is in
+            if a == starts[i]:
+                continue
+            i += 1  # the rest of its part is parsed: it may hold a link, or more fences
+            b = starts[i]
         grow = 1
         while True:
             tokens: list[Token] = []
