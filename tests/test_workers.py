@@ -165,3 +165,16 @@ def test_a_sync_killed_while_a_helper_extracts_leaves_no_process_behind(tmp_path
         _kill_and_expect_none_outlive(proc, signal.SIGKILL, children)
     finally:
         _end_all(proc, children)
+
+
+@pytest.mark.skipif(not hasattr(os, "nice"), reason="POSIX scheduling priority")
+def test_a_helper_runs_at_a_lower_priority_than_the_sync_and_a_worker_does_not() -> None:
+    from contextgraph.sync.workers import HELPER, HELPER_NICENESS, WORKER, process_pool
+
+    ours = os.nice(0)
+    for name, expected in ((WORKER, ours), (HELPER, min(19, ours + HELPER_NICENESS))):
+        pool = process_pool(1, name)
+        try:
+            assert pool.submit(os.nice, 0).result(timeout=60) == expected, name
+        finally:
+            pool.shutdown()
