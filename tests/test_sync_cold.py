@@ -117,35 +117,65 @@ def test_a_cold_load_equals_a_row_by_row_load_and_keeps_the_schema(
     assert _dates(cold_db) == _dates(warm_db)  # written by the batches, not the trigger
 
 
-@pytest.mark.parametrize("before", [None, 300_000])
-def test_a_cold_load_writes_the_index_in_larger_pieces_and_sets_hashsize_back(
-    tmp_path: Path, vault: Path, write: Writer, monkeypatch: pytest.MonkeyPatch, before: int | None
+@pytest.mark.parametrize("before", [None, {"hashsize": 300_000, "automerge": 8}])
+def test_a_cold_load_writes_the_index_in_larger_pieces_and_sets_the_options_back(
+    tmp_path: Path,
+    vault: Path,
+    write: Writer,
+    monkeypatch: pytest.MonkeyPatch,
+    before: dict[str, int] | None,
 ) -> None:
-    """FTS5's hashsize is coldload.LOAD_HASH_BYTES in every batch of the load, and afterwards
-    what it was: FTS5's default (no row), or what the database had configured."""
+    """In every batch of the load FTS5's hashsize is coldload.LOAD_HASH_BYTES and its
+    automerge 0 (the batches' segments stay unmerged); afterwards both are what they were:
+    FTS5's defaults (no rows), or what the database had configured."""
     _notes(write, 12)
     database = tmp_path / "graph.db"
     with ContextGraph.open(database):
         pass
-    if before is not None:
-        with sqlite3.connect(database) as conn:
-            conn.execute("INSERT INTO files_fts(files_fts, rank) VALUES ('hashsize', ?)", (before,))
+    with sqlite3.connect(database) as conn:
+        for option, value in (before or {}).items():
+            conn.execute("INSERT INTO files_fts(files_fts, rank) VALUES (?, ?)", (option, value))
     configured = _fts_config(database)
     seen: list[object] = []
     real = coldload.fill_search_dates
 
     def spy(conn: Connection, file_ids: Any) -> None:
-        seen.append(
-            conn.exec_driver_sql("SELECT v FROM files_fts_config WHERE k = 'hashsize'").scalar()
-        )
+        rows = "SELECT k, v FROM files_fts_config WHERE k IN ('hashsize', 'automerge')"
+        seen.append({str(k): v for k, v in conn.exec_driver_sql(rows)})
         real(conn, file_ids)
 
     monkeypatch.setattr("contextgraph.sync.apply.fill_search_dates", spy)
     with ContextGraph.open(database, settings=Settings.from_env(batch_files=5, workers=1)) as graph:
         graph.sync([vault])
         assert graph.search("prose").total == 12
-    assert seen == [coldload.LOAD_HASH_BYTES] * 3
+    assert seen == [{"hashsize": coldload.LOAD_HASH_BYTES, "automerge": 0}] * 3
     assert _fts_config(database) == configured
+
+
+def test_each_batch_of_a_cold_load_indexes_its_files_in_one_statement(
+    tmp_path: Path, vault: Path, write: Writer
+) -> None:
+    """FTS5 writes out what it holds as a new segment at each statement that writes it: a
+    batch of more files than an id list's chunk (sqlcore.CHUNK) still indexes them in one."""
+    from sqlalchemy import event
+
+    from contextgraph.store.sqlcore import CHUNK
+
+    files = CHUNK + 100
+    _notes(write, files)
+    statements: list[str] = []
+    settings = Settings.from_env(batch_files=files, workers=1)
+    with ContextGraph.open(tmp_path / "graph.db", settings=settings) as graph:
+
+        def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
+            if statement.startswith("INSERT INTO files_fts(rowid"):
+                statements.append(statement)
+
+        event.listen(graph.engine, "before_cursor_execute", seen)
+        graph.sync([vault])
+        assert graph.search("prose").total == files
+        assert graph.doctor().ok
+    assert len(statements) == 1
 
 
 def test_a_load_into_a_store_with_files_keeps_the_trigger(

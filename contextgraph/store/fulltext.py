@@ -16,6 +16,7 @@ four columns weighted as :data:`contextgraph.graph.search.COLUMN_WEIGHTS` weighs
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import threading
@@ -240,15 +241,16 @@ def _tokens(match: str) -> list[tuple[str, str, int]]:
 def index_files(conn: Connection, file_ids: Sequence[int]) -> None:
     """Index the given ``files`` rows (SQLite), as the insert trigger would have, in one statement.
 
-    For a cold load, which drops that trigger (:mod:`contextgraph.sync.coldload`).
+    For a cold load, which drops that trigger (:mod:`contextgraph.sync.coldload`). One
+    statement, however many the rows (their ids go in as one JSON array): FTS5 writes out the
+    entries it holds in memory as a new segment of the index at each statement's start (its
+    savepoint), so a batch indexed in chunks of 500 ids wrote a segment per chunk.
     """
-    from contextgraph.store.sqlcore import chunked
-
     names = [str(r[1]) for r in conn.exec_driver_sql("PRAGMA table_info(files_fts)")]
     cols = ", ".join(names)  # the index's columns, which external content names as in files
-    for chunk in chunked(file_ids):
-        rows = f"SELECT id, {cols} FROM files WHERE id IN ({', '.join('?' * len(chunk))})"
-        conn.exec_driver_sql(f"INSERT INTO files_fts(rowid, {cols}) {rows}", tuple(chunk))
+    rows = f"SELECT id, {cols} FROM files WHERE id IN (SELECT value FROM json_each(?))"
+    ids = json.dumps([int(i) for i in file_ids])
+    conn.exec_driver_sql(f"INSERT INTO files_fts(rowid, {cols}) {rows}", (ids,))
 
 
 __all__ = [

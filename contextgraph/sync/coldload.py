@@ -16,13 +16,21 @@ rebuild, batches that update or delete files. The new folders a sync loads after
 load into the same deferral, their batches indexing their own files as the first folder's do.
 Without the indexes, queries give the same answers, only slower, for the length of the load.
 
-FTS5 also writes its index in fewer, larger pieces for the length of the load. It keeps a
-transaction's new entries in memory and writes them out as a new segment whenever they pass
-its ``hashsize`` (1 MiB by default), then merges segments as they pile up, four of a level at a
-time, reading and writing each again. 27 batches of 500 notes wrote 62 segments. While the load
-is deferred, ``hashsize`` is :data:`LOAD_HASH_BYTES`, a bound rather than an allocation (a batch
-of 1,000 such notes needs less than 8 MiB), so each batch writes one segment; :func:`restore`
-sets the value back as it was. The index holds the same entries either way.
+FTS5 also writes its index in fewer, larger pieces for the length of the load, and does not
+merge them. It keeps a transaction's new entries in memory and writes them out as a new segment
+at the start of each statement that writes it (its savepoint) and whenever they pass its
+``hashsize`` (1 MiB by default), then merges segments as they pile up, four of a level at a
+time (``automerge``), reading and writing each again. 27 batches of 500 notes wrote 62 segments.
+Each batch indexes its files in one statement (:func:`contextgraph.store.fulltext.index_files`),
+and while the load is deferred ``hashsize`` is :data:`LOAD_HASH_BYTES`, a bound rather than an
+allocation (a batch of 1,000 notes of the long vault of ``scripts/long_vault.py`` needs less),
+so each batch writes one segment; and ``automerge`` is 0, so the load's segments stay as
+written, but for FTS5's ``crisismerge``: 16 segments of a level are merged at once. A cold CLI
+sync of that vault (14 batches, 14 segments) took 0.23 s less than with two segments a batch
+merged four at a time (10 of 10 pairs); its searches of common words, 0.2 ms more (5 ms).
+:func:`restore` sets both options back as they were: the writes after the load merge the
+segments as FTS5 always does, a little per page written. The index holds the same entries
+either way.
 
 A sync killed in between leaves the mark: every sync starts by calling :func:`restore` (under
 the sync lock, before any of its batches), and every writer of ``files`` is a sync.
@@ -52,18 +60,20 @@ _DATES_TRIGGER = "search_dates_insert"  # copies each new file's dates (migratio
 # What a cold load builds once, besides the triggers: the link tables' secondary indexes.
 _INDEXES = ("ix_concept_relations_b_id_a_id_count", "ix_mentions_concept_id_file_id")
 DEFERRED = (_TRIGGER, _DATES_TRIGGER, *_INDEXES)
-# FTS5's in-memory limit during a load (see above), and the key under which the stale mark
-# keeps the value configured before it (None: FTS5's default, no row in files_fts_config).
+# FTS5's in-memory limit during a load (see above).
 LOAD_HASH_BYTES = 16 * 1024 * 1024
-_HASHSIZE = "files_fts hashsize"
-_FTS5_DEFAULT_HASHSIZE = 1024 * 1024
+# The FTS5 options a load sets: name -> (its value during the load, FTS5's default). The stale
+# mark keeps each one's value configured before the load under "files_fts <name>" (None:
+# FTS5's default, no row in files_fts_config).
+_LOAD_OPTIONS = {"hashsize": (LOAD_HASH_BYTES, 1024 * 1024), "automerge": (0, 4)}
 _MASTER = table_clause("sqlite_master", column("type"), column("name"), column("sql"))
 _FTS_CONFIG = table_clause("files_fts_config", column("k"), column("v"))
 
 
 def defer(conn: Connection) -> bool:
-    """Drop the :data:`DEFERRED` objects, keeping their SQL, and raise FTS5's ``hashsize`` to
-    :data:`LOAD_HASH_BYTES`, keeping its value; False if already deferred.
+    """Drop the :data:`DEFERRED` objects, keeping their SQL, and set FTS5's ``hashsize`` to
+    :data:`LOAD_HASH_BYTES` and its ``automerge`` to 0, keeping their values; False if already
+    deferred.
 
     Call inside the write transaction of a cold load's first batch (SQLite only). While this is
     in effect, whoever inserts files must index their text and write their ``search_dates`` rows
@@ -73,11 +83,12 @@ def defer(conn: Connection) -> bool:
         return False
     query = select(_MASTER.c.name, _MASTER.c.sql).where(_MASTER.c.name.in_(DEFERRED))
     kept: dict[str, object] = {str(name): str(sql) for name, sql in conn.execute(query)}
-    kept[_HASHSIZE] = conn.execute(
-        select(_FTS_CONFIG.c.v).where(_FTS_CONFIG.c.k == "hashsize")
-    ).scalar_one_or_none()
+    configured = {str(k): v for k, v in conn.execute(select(_FTS_CONFIG.c.k, _FTS_CONFIG.c.v))}
+    for option in _LOAD_OPTIONS:
+        kept[f"files_fts {option}"] = configured.get(option)
     meta.put(conn, meta.STALE_PREFIX + COLD_LOAD, json.dumps(kept, sort_keys=True))
-    _set_hashsize(conn, LOAD_HASH_BYTES)
+    for option, (during, _) in _LOAD_OPTIONS.items():
+        _configure(conn, option, during)
     if _TRIGGER in kept:
         conn.exec_driver_sql("DROP TRIGGER files_fts_insert")
     if _DATES_TRIGGER in kept:
@@ -109,8 +120,8 @@ def is_deferred(conn: Connection) -> bool:
 
 
 def restore(conn: Connection) -> None:
-    """Recreate every object a cold load dropped, exactly as it was, and set FTS5's
-    ``hashsize`` back; call in a write transaction."""
+    """Recreate every object a cold load dropped, exactly as it was, and set FTS5's options
+    back; call in a write transaction."""
     raw = meta.get(conn, meta.STALE_PREFIX + COLD_LOAD)
     if raw is None:
         return
@@ -126,19 +137,23 @@ def restore(conn: Connection) -> None:
     for name in reversed(DEFERRED):
         if name in kept and name not in present:
             conn.exec_driver_sql(str(kept[name]))  # the SQL sqlite_master held: migrations' DDL
-    if _HASHSIZE in kept:  # absent from the marks of versions that left it alone
-        before = kept[_HASHSIZE]
-        _set_hashsize(conn, _FTS5_DEFAULT_HASHSIZE if before is None else int(before))
+    for option, (_, default) in _LOAD_OPTIONS.items():
+        key = f"files_fts {option}"
+        if key not in kept:  # absent from the marks of versions that left the option alone
+            continue
+        before = kept[key]
+        _configure(conn, option, default if before is None else int(before))
         if before is None:  # as it was: no row (FTS5 reads the default when its row is gone)
-            conn.execute(delete(_FTS_CONFIG).where(_FTS_CONFIG.c.k == "hashsize"))
+            conn.execute(delete(_FTS_CONFIG).where(_FTS_CONFIG.c.k == option))
     meta.clear_stale(conn, COLD_LOAD)
 
 
-def _set_hashsize(conn: Connection, value: int) -> None:
-    """Configure FTS5's ``hashsize`` of ``files_fts``: through FTS5, so that every connection
-    reads it again (a row written straight into ``files_fts_config`` would not be seen by a
-    connection that has the old value)."""
-    sql = "INSERT INTO files_fts(files_fts, rank) VALUES ('hashsize', ?)"  # FTS5's own command
+def _configure(conn: Connection, option: str, value: int) -> None:
+    """Set the FTS5 ``option`` of ``files_fts``: through FTS5, so that every connection reads it
+    again (a row written straight into ``files_fts_config`` would not be seen by a connection
+    that has the old value)."""
+    assert option in _LOAD_OPTIONS, option  # a name of ours, never input
+    sql = f"INSERT INTO files_fts(files_fts, rank) VALUES ('{option}', ?)"  # FTS5's own command
     conn.exec_driver_sql(sql, (int(value),))
 
 
