@@ -120,8 +120,11 @@ SAFE_BULLETS = ["- ", "- ", "* ", "+ ", ""]
 SAFE_STARTS = ["", "", "", "# ", "## ", "#tag ", "**b** ", "_i_ ", "`", "``", "~", "12 ", "[x] "]
 
 
-def outlines(bullets: list[str], starts: list[str], end: str = "") -> st.SearchStrategy[str]:
-    """Notes of an item, then lines of an indentation, a bullet, a start and pieces."""
+def outlines(
+    bullets: list[str], starts: list[str], end: str = "", *, blank: bool = False
+) -> st.SearchStrategy[str]:
+    """Notes of an item, then lines of an indentation, a bullet, a start and pieces; with
+    ``blank``, blank lines among them."""
     line = st.builds(
         lambda indent, bullet, start, pieces: indent + bullet + start + "".join(pieces) + end,
         st.sampled_from(INDENTS),
@@ -129,6 +132,8 @@ def outlines(bullets: list[str], starts: list[str], end: str = "") -> st.SearchS
         st.sampled_from(starts),
         st.lists(st.sampled_from(PIECES), max_size=5),
     )
+    if blank:
+        line = st.one_of(line, st.sampled_from(["", "", "  ", "\t"]))
     lines = st.lists(line, min_size=1, max_size=25)
     return lines.map(lambda lines: "- [[a]] x\n" + "\n".join(lines) + "\n")
 
@@ -138,10 +143,25 @@ def outlines(bullets: list[str], starts: list[str], end: str = "") -> st.SearchS
     st.one_of(
         outlines(BULLETS, STARTS),
         outlines(SAFE_BULLETS, SAFE_STARTS, "x"),  # most of these are read as outlines
+        outlines(SAFE_BULLETS, SAFE_STARTS, "x", blank=True),
     )
 )
 def test_outlines_agree_with_markdown_it(text: str) -> None:
     agree(text)
+
+
+def test_a_blank_line_ends_the_paragraph_but_not_the_items() -> None:
+    # The code span cannot cross the blank line: [[b]] is a link, in the item's second
+    # paragraph; the line after the next blank line, indented under the nested item, is in it.
+    text = "- [[a]] `y\n\n  [[b]] z`\n\t- c\n\n\t  [[d]] `e`\n"
+    assert outline_blocks(text) is not None
+    agree(text)
+    assert concepts(text) == {"a": 1, "b": 1, "d": 1}
+    # Past the item's content by four columns after a blank line: indented code.
+    code = "- [[a]] x\n\n      [[b]] `y`\n"
+    assert outline_blocks(code) is None
+    agree(code)
+    assert concepts(code) == {"a": 1}
 
 
 def test_an_item_short_of_the_innermost_item_ends_the_paragraph() -> None:

@@ -14,10 +14,12 @@ then parses as before. The shapes, each after the line's indentation:
   quote, list item, thematic break, setext underline);
 - an ATX heading (``## Title``; ``#tag`` is text).
 
-A part holds no blank line but at its end, no ``]:`` (the caller checks: a link reference
-definition could start a paragraph) and starts where nothing is open (see
-:func:`contextgraph.notes.markdown._parse`). Each line then is, by the rules:
+A part holds no ``]:`` (the caller checks: a link reference definition could start a
+paragraph) and starts where nothing is open (see :func:`contextgraph.notes.markdown._parse`).
+Each line then is, by the rules:
 
+- a blank line ends the open paragraph, and no list item: the next line's indentation decides
+  which go on (a part's blank lines are followed by indented lines only);
 - a text line continues the open paragraph if there is one, lazily if its indentation falls
   short of the innermost list items (indented code cannot interrupt a paragraph); otherwise
   it starts one inside the list items its indentation reaches (the others close), unless it
@@ -98,8 +100,9 @@ def outline_blocks(chunk: str) -> list[Paragraph] | None:
         body = line.lstrip(" \t")
         indent = line[: len(line) - len(body)]
         rest = body.rstrip()
-        if not rest:
-            return None  # a blank line inside the part
+        if not rest:  # a blank line ends the open paragraph, not the list items
+            open_ = False
+            continue
         width = _width(indent)
         reached = 0  # the list items whose content column the line reaches
         while reached < len(stack) and stack[reached] <= width:
