@@ -44,11 +44,12 @@ class Settings:
     max_concepts_per_file: int = 1000
     max_file_bytes: int = 10 * 1024 * 1024
     # Files per write transaction. Each batch rewrites the pages of concept_relations it touches
-    # and writes a segment of the full-text index that later batches merge, so a cold load of
-    # bench.py's 13,415 notes cost ~1 s less CPU in 500-file batches than in 200-file ones, and
-    # one of the long vault's 13,415 notes 0.19 s less wall time in 1,000-file batches than in
-    # 500-file ones (2,000: 0.24 s more, the first batch waits for its files), while a batch
-    # still holds the write lock for ~0.2-0.5 s of CPU.
+    # and writes a segment of the full-text index (a cold load leaves them unmerged: coldload),
+    # so a cold load of bench.py's 13,415 notes cost ~1 s less CPU in 500-file batches than in
+    # 200-file ones, and one of the long vault's 13,415 notes 0.19 s less wall time in 1,000-file
+    # batches than in 500-file ones (2,000: 0.24 s more, the first batch waits for its files;
+    # +0.02 s once a batch wrote one segment, not two), while a batch still holds the write lock
+    # for ~0.2-0.5 s of CPU.
     batch_files: int = 1000
     # 0 = a worker per core but one (max 4) + a helper (extraction.pool_size); 1 = none
     workers: int = 0
